@@ -1,0 +1,26 @@
+"""pe-harness: verify, time and identify sinusoidal positional encodings.
+
+Public contract (see DESIGN.md): `Spec`, `register`, `implementations`,
+`reference`, `to_numpy`, `Supports`.
+"""
+
+from __future__ import annotations
+
+from harness.convert import dtype_name, to_numpy
+from harness.plugins import PluginError, load_all, load_plugin
+from harness.reference import reference
+from harness.registry import REGISTRY, Implementation, register
+from harness.spec import Spec
+from harness.supports import Supports
+from harness.tolerance import tolerance
+
+__all__ = [
+    "Implementation", "PluginError", "Spec", "Supports", "dtype_name", "implementations",
+    "load_plugin", "reference", "register", "to_numpy", "tolerance",
+]
+
+
+def implementations(plugins: tuple[str, ...] | list[str] = ()) -> list[Implementation]:
+    """Every registered implementation: built-ins, entry points, env and `plugins`."""
+    load_all(plugins)
+    return REGISTRY.all()

@@ -1,0 +1,175 @@
+"""Judge one implementation on one Spec: shape, dtype, finiteness, error, and the poison test.
+
+This is the single path by which anything is called correct: `verify`, the
+regression tests and bench's "passes verify" all go through `check`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from harness.convert import dtype_name, to_numpy
+from harness.deadline import CallTimeout, call_with_deadline
+from harness.reference import reference
+from harness.registry import Implementation
+from harness.spec import Spec
+from harness.tolerance import eps, tolerance
+
+STATUSES = ("pass", "fail", "error", "skip")
+FORWARD_BATCH = 2
+
+
+@dataclass(frozen=True)
+class Check:
+    """The verdict for one (implementation, spec)."""
+
+    impl: str
+    backend: str
+    device: str
+    workload: str
+    spec: Spec
+    status: str
+    reason: str = ""
+    max_abs_err: float = float("nan")
+    tol: float = float("nan")
+    err_ratio: float = float("nan")
+    ulps: float = float("nan")
+    worst_pos: int = -1
+    worst_col: int = -1
+    seconds: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        """Flat dict for the CSV: identity, Spec fields, measures, verdict."""
+        head = {"impl": self.impl, "backend": self.backend, "device": self.device,
+                "workload": self.workload}
+        tail = {k: getattr(self, k) for k in ("max_abs_err", "tol", "err_ratio", "ulps",
+                                              "worst_pos", "worst_col", "status", "reason", "seconds")}
+        return {**head, **self.spec.as_dict(), **tail}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How one output compares with the reference (None reason: within tolerance)."""
+
+    reason: Optional[str]
+    max_abs_err: float = float("nan")
+    tol: float = float("nan")
+    err_ratio: float = float("nan")
+    worst: tuple[int, int] = field(default=(-1, -1))
+
+
+def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str) -> Comparison:
+    """Shape, dtype, NaN/Inf, then the worst error relative to its per-element tolerance."""
+    got_dtype = dtype_name(out)
+    try:
+        arr = to_numpy(out)
+    except Exception as exc:
+        return Comparison(f"result of type {type(out).__name__} is not array-like: {exc}")
+    if arr.shape != expected.shape:
+        return Comparison(f"shape {tuple(arr.shape)}, expected {expected.shape}")
+    if got_dtype != want_dtype:
+        return Comparison(f"dtype {got_dtype}, expected {want_dtype}")
+    arr = arr.astype(np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = np.argwhere(bad)[0]
+        return Comparison(f"{int(bad.sum())} NaN/Inf values (first at position {where[-2]}, "
+                          f"column {where[-1]})")
+    err = np.abs(arr - expected)
+    ratio = err / allowed
+    flat = int(np.argmax(ratio))
+    idx = np.unravel_index(flat, ratio.shape)
+    worst = (int(idx[-2]), int(idx[-1]))
+    result = dict(max_abs_err=float(err.max()), tol=float(allowed.flat[flat]),
+                  err_ratio=float(ratio.flat[flat]), worst=worst)
+    if ratio.flat[flat] > 1.0:
+        return Comparison(f"error {err.flat[flat]:.3g} > tolerance {allowed.flat[flat]:.3g} "
+                          f"at position {worst[0]}, column {worst[1]}", **result)
+    return Comparison(None, **result)
+
+
+def poison(out: Any) -> bool:
+    """Fill the returned buffer with NaN in place; False when it is immutable (TF tensors)."""
+    if isinstance(out, np.ndarray):
+        if not out.flags.writeable:
+            return False
+        out.fill(np.nan)
+        return True
+    if type(out).__module__.startswith("torch"):
+        import torch
+
+        with torch.no_grad():
+            out.fill_(float("nan"))
+        return True
+    return False
+
+
+def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
+    """Build, call, compare; call again after poisoning; never raises for the impl's faults."""
+
+    def verdict(status: str, reason: str = "", comparison: Optional[Comparison] = None,
+                seconds: float = 0.0) -> Check:
+        extra = {}
+        if comparison is not None and not np.isnan(comparison.max_abs_err):
+            extra = dict(max_abs_err=comparison.max_abs_err, tol=comparison.tol,
+                         err_ratio=comparison.err_ratio, ulps=comparison.max_abs_err / eps(spec.dtype),
+                         worst_pos=comparison.worst[0], worst_col=comparison.worst[1])
+        return Check(impl.name, impl.backend, impl.device, impl.workload, spec, status,
+                     reason, seconds=seconds, **extra)
+
+    unavailable = impl.unavailable_reason()
+    if unavailable:
+        return verdict("skip", unavailable)
+    unsupported = impl.supports(spec)
+    if unsupported:
+        return verdict("skip", unsupported)
+
+    expected = reference(spec)
+    allowed = tolerance(spec)
+    args: tuple = ()
+    if impl.workload == "forward":
+        x = forward_input(spec)
+        expected = x.astype(np.float64) + expected[None]
+        allowed = allowed[None] + eps(spec.dtype) * (1.0 + np.abs(expected))
+        args = (x,)
+
+    start = time.perf_counter()
+    try:
+        fn = call_with_deadline(lambda: impl.build(spec, *args), timeout_s)
+        first = call_with_deadline(fn, timeout_s)
+    except CallTimeout as exc:
+        return verdict("error", f"timeout: {exc}", seconds=time.perf_counter() - start)
+    except Exception as exc:
+        return verdict("error", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
+    comparison = compare(first, expected, allowed, spec.dtype)
+    if comparison.reason:
+        return verdict("fail", comparison.reason, comparison, time.perf_counter() - start)
+
+    # A table builder must compute on every call: poison what it returned and call again.
+    poisoned = impl.workload == "table" and poison(first)
+    try:
+        second = call_with_deadline(fn, timeout_s)
+    except Exception as exc:
+        return verdict("error", f"second call: {type(exc).__name__}: {exc}", comparison,
+                       time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if impl.workload == "table" and not poisoned and second is first:
+        return verdict("fail", "returned the same object twice: a cached table, not a builder",
+                       comparison, seconds)
+    again = compare(second, expected, allowed, spec.dtype)
+    if again.reason:
+        why = "after poisoning the first result: " if poisoned else "second call: "
+        hint = " (a cached table, not a builder)" if poisoned and "NaN" in again.reason else ""
+        return verdict("fail", why + again.reason + hint, again, seconds)
+    return verdict("pass", "", comparison, seconds)
+
+
+def forward_input(spec: Spec) -> np.ndarray:
+    """Deterministic x of shape [batch, length, d_model] for the forward workload."""
+    rng = np.random.default_rng(1234)
+    x = rng.standard_normal((FORWARD_BATCH, spec.length, spec.d_model))
+    return x.astype(spec.dtype if spec.dtype != "bfloat16" else "float32")

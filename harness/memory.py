@@ -1,0 +1,38 @@
+"""Refuse tables this machine cannot hold, before anything is allocated."""
+
+from __future__ import annotations
+
+import os
+
+
+def available_bytes() -> int:
+    """Memory the OS says a new allocation can use now (MemAvailable)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62  # unknown platform: do not refuse
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_fits(nbytes: int, what: str) -> None:
+    """Raise ValueError when `nbytes` exceed the memory available now."""
+    available = available_bytes()
+    if nbytes > available:
+        raise ValueError(
+            f"{what} needs {human_bytes(nbytes)}, but only {human_bytes(available)} "
+            "of memory is available: reduce length or d_model"
+        )

@@ -1,0 +1,92 @@
+"""Where implementations come from: built-ins, entry points, files/modules, an env variable.
+
+Loading order is fixed (built-ins, entry points, PE_HARNESS_PLUGINS, --plugin)
+so a run is reproducible. A plugin that fails to import is a clear
+`PluginError` naming the plugin, never a traceback from deep inside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+
+ENTRY_POINT_GROUP = "pe_harness.impls"
+ENV_VAR = "PE_HARNESS_PLUGINS"
+_loaded: dict[str, ModuleType] = {}
+
+
+class PluginError(RuntimeError):
+    """A plugin could not be loaded; the message names it and why."""
+
+
+def load_plugin(target: str) -> ModuleType:
+    """Import a plugin given as a .py file path or a dotted module name."""
+    if target in _loaded:
+        return _loaded[target]
+    path = Path(target)
+    try:
+        if path.suffix == ".py" or path.exists():
+            module = _import_file(path)
+        else:
+            module = importlib.import_module(target)
+    except PluginError:
+        raise
+    except ModuleNotFoundError as exc:
+        raise PluginError(f"plugin {target!r}: no such file or module ({exc})") from exc
+    except Exception as exc:
+        raise PluginError(f"plugin {target!r} failed to import: {type(exc).__name__}: {exc}") from exc
+    _loaded[target] = module
+    return module
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise PluginError(f"plugin file {str(path)!r} does not exist")
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
+    name = f"pe_harness_plugin_{resolved.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def env_plugins() -> list[str]:
+    return [t for t in os.environ.get(ENV_VAR, "").split(os.pathsep) if t.strip()]
+
+
+def load_entry_points() -> list[str]:
+    """Load every entry point of the group; return the names that loaded."""
+    names = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:
+            raise PluginError(
+                f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP} "
+                f"failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
+        names.append(ep.name)
+    return names
+
+
+def load_all(extra: list[str] | tuple[str, ...] = ()) -> None:
+    """Built-ins, then entry points, then $PE_HARNESS_PLUGINS, then `extra` (--plugin)."""
+    importlib.import_module("impls")
+    load_entry_points()
+    for target in [*env_plugins(), *extra]:
+        load_plugin(target)

@@ -1,0 +1,141 @@
+"""The plugin registry: what implementations exist, what they support, whether they run here.
+
+An implementation is a factory `build(spec) -> zero-argument callable`. The
+factory does the untimed setup (imports, JIT compilation, device transfer);
+the callable it returns is what verify checks and bench times. A `forward`
+implementation's factory also takes `x` (NumPy, `[batch, length, d_model]`)
+and its callable returns `x + PE`.
+
+Backends are optional: a module that registers a torch implementation must
+import torch inside its factory, so that a machine without torch lists the
+implementation as unavailable with a reason instead of failing to import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+from harness.spec import Spec
+from harness.supports import Supports
+
+SupportsFn = Callable[[Spec], Optional[str]]
+Factory = Callable[..., Callable[[], Any]]
+WORKLOADS = ("table", "forward")
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One registered implementation and everything the harness needs to know about it."""
+
+    name: str
+    backend: str
+    device: str
+    build: Factory
+    supports_fn: SupportsFn
+    workload: str = "table"
+    requires: tuple[str, ...] = ()
+    check: Optional[Callable[[], Optional[str]]] = None
+    origin: str = ""
+    doc: str = ""
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def supports(self, spec: Spec) -> Optional[str]:
+        """None when `spec` is supported, else the reason it is not."""
+        return self.supports_fn(spec)
+
+    @property
+    def conventions(self) -> str:
+        describe = getattr(self.supports_fn, "describe", None)
+        return describe() if describe else "custom (see its supports())"
+
+    def unavailable_reason(self) -> Optional[str]:
+        """None when it can run here, else why not (missing module, no GPU, ...)."""
+        if "reason" not in self._cache:
+            self._cache["reason"] = self._probe()
+        return self._cache["reason"]
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable_reason() is None
+
+    def _probe(self) -> Optional[str]:
+        for module in self.requires:
+            if importlib.util.find_spec(module) is None:
+                return f"{module} is not installed (pip install 'pe-harness[{self.backend}]')"
+        if self.check is not None:
+            try:
+                return self.check()
+            except Exception as exc:  # a broken backend is a reason, not a crash
+                return f"availability check failed: {type(exc).__name__}: {exc}"
+        return None
+
+
+class Registry:
+    """Name -> Implementation. Re-registering the same name from the same module replaces it."""
+
+    def __init__(self) -> None:
+        self._impls: dict[str, Implementation] = {}
+
+    def add(self, impl: Implementation) -> Implementation:
+        old = self._impls.get(impl.name)
+        if old is not None and old.origin != impl.origin:
+            raise ValueError(
+                f"implementation name {impl.name!r} is already registered by {old.origin}; "
+                "choose another name"
+            )
+        if impl.workload not in WORKLOADS:
+            raise ValueError(f"workload must be one of {WORKLOADS}, got {impl.workload!r}")
+        self._impls[impl.name] = impl
+        return impl
+
+    def register(
+        self,
+        *,
+        name: str,
+        backend: str,
+        device: str = "cpu",
+        supports: SupportsFn | Supports | None = None,
+        workload: str = "table",
+        requires: Iterable[str] | None = None,
+        check: Optional[Callable[[], Optional[str]]] = None,
+    ) -> Callable[[Factory], Factory]:
+        """Decorator for a factory; returns the factory unchanged so it stays testable."""
+
+        def decorator(build: Factory) -> Factory:
+            self.add(Implementation(
+                name=name, backend=backend, device=device, build=build,
+                supports_fn=supports if supports is not None else Supports(),
+                workload=workload,
+                requires=tuple(requires) if requires is not None else _default_requires(backend),
+                check=check, origin=getattr(build, "__module__", "?"),
+                doc=(build.__doc__ or "").strip().split("\n")[0],
+            ))
+            return build
+
+        return decorator
+
+    def all(self) -> list[Implementation]:
+        return sorted(self._impls.values(), key=lambda i: (i.workload, i.backend, i.name))
+
+    def get(self, name: str) -> Implementation:
+        try:
+            return self._impls[name]
+        except KeyError:
+            raise KeyError(f"no implementation named {name!r}; see `python -m harness list`") from None
+
+    def remove(self, name: str) -> None:
+        self._impls.pop(name, None)
+
+
+_BACKEND_MODULES = {"numba": ("numba",), "tensorflow": ("tensorflow",), "torch": ("torch",)}
+
+
+def _default_requires(backend: str) -> tuple[str, ...]:
+    return _BACKEND_MODULES.get(backend, ())
+
+
+REGISTRY = Registry()
+register = REGISTRY.register

@@ -1,0 +1,149 @@
+"""The Spec: one frozen, validated description of a sinusoidal table.
+
+Every convention in the family is a point in this space (see DESIGN.md):
+
+    n_freq     = ceil(d/2) if odd == "extend" else d // 2
+    denom      = (d / 2 if odd == "extend" else d // 2) - freq_shift
+    inv_freq_k = base ** (-k / denom)                      k = 0 .. n_freq-1
+    angle      = scale * (p + offset) * inv_freq_k         p = 0 .. length-1
+
+`layout` places sin/cos pairs side by side ("interleaved") or in two blocks
+("concat"); `cos_first` puts cos before sin; an odd width is refused
+("error"), zero-padded in the last column ("pad") or given one more column of
+the first function ("extend").
+
+Validation happens here, once, so that no implementation ever sees a bad
+value and every error names the field and the allowed range.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from harness import memory
+
+LAYOUTS = ("interleaved", "concat")
+ODD_POLICIES = ("error", "pad", "extend")
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+#: Positions must be exact integers in float64, the reference precision.
+MAX_POSITION = 2**53
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A positional-encoding table: shape, convention and output dtype."""
+
+    length: int
+    d_model: int
+    base: float = 10000.0
+    layout: str = "interleaved"
+    freq_shift: float = 0
+    offset: int = 0
+    dtype: str = "float32"
+    cos_first: bool = False
+    odd: str = "error"
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.length) or self.length < 1:
+            raise ValueError(f"length must be an integer >= 1, got {self.length!r}")
+        if not _is_int(self.d_model) or self.d_model < 2:
+            raise ValueError(f"d_model must be an integer >= 2, got {self.d_model!r}")
+        if not _is_real(self.base) or not math.isfinite(self.base) or self.base <= 0 or self.base == 1:
+            raise ValueError(f"base must be a finite number > 0 and != 1, got {self.base!r}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+        if self.odd not in ODD_POLICIES:
+            raise ValueError(f"odd must be one of {ODD_POLICIES}, got {self.odd!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if not isinstance(self.cos_first, bool):
+            raise ValueError(f"cos_first must be True or False, got {self.cos_first!r}")
+        if not _is_int(self.offset) or self.offset < 0:
+            raise ValueError(f"offset must be an integer >= 0, got {self.offset!r}")
+        if self.offset + self.length > MAX_POSITION:
+            raise ValueError(
+                f"offset + length must be <= 2**53 (positions exact in float64), "
+                f"got {self.offset} + {self.length}"
+            )
+        if not _is_real(self.scale) or not math.isfinite(self.scale) or self.scale <= 0:
+            raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
+        if self.d_model % 2 and self.odd == "error":
+            raise ValueError(
+                f"d_model must be even when odd='error', got {self.d_model} "
+                "(use odd='pad' or odd='extend' for odd widths)"
+            )
+        if not _is_real(self.freq_shift) or not math.isfinite(self.freq_shift):
+            raise ValueError(f"freq_shift must be a finite number, got {self.freq_shift!r}")
+        if self.denominator <= 0:
+            raise ValueError(
+                f"freq_shift must be < {self.half_width} for d_model={self.d_model} "
+                f"(denominator d_model/2 - freq_shift must be > 0), got {self.freq_shift!r}"
+            )
+        object.__setattr__(self, "base", float(self.base))
+        object.__setattr__(self, "scale", float(self.scale))
+        memory.check_fits(self.nbytes_reference, what=f"a {self.length} x {self.d_model} float64 table")
+
+    # -- derived quantities, shared by the reference and implementations ----------
+    @property
+    def half_width(self) -> float:
+        """d/2 for 'extend' (XLM's 2*(j//2)/d), else the paired width d//2."""
+        return self.d_model / 2 if self.odd == "extend" else self.d_model // 2
+
+    @property
+    def denominator(self) -> float:
+        return self.half_width - self.freq_shift
+
+    @property
+    def n_freq(self) -> int:
+        """Frequencies computed: one per sin/cos pair, plus one for 'extend'."""
+        return (self.d_model + 1) // 2 if self.odd == "extend" else self.d_model // 2
+
+    @property
+    def max_position(self) -> int:
+        return self.offset + self.length - 1
+
+    @property
+    def max_angle(self) -> float:
+        """Largest angle in the table (frequency 0 is 1 rad per position)."""
+        return self.scale * self.max_position
+
+    @property
+    def itemsize(self) -> int:
+        return {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}[self.dtype]
+
+    @property
+    def nbytes(self) -> int:
+        return self.length * self.d_model * self.itemsize
+
+    @property
+    def nbytes_reference(self) -> int:
+        return self.length * self.d_model * 8
+
+    def replace(self, **changes: Any) -> "Spec":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def short(self) -> str:
+        """Compact label for tables: only fields that differ from the defaults."""
+        default = Spec(1, 2)
+        extra = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)
+                 if f.name not in ("length", "d_model", "dtype")
+                 and getattr(self, f.name) != getattr(default, f.name)]
+        return " ".join([f"{self.length}x{self.d_model}", self.dtype, *extra])
+
+
+SPEC_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Spec))

@@ -1,0 +1,14 @@
+"""Built-in implementations, one module per backend.
+
+Importing this package registers them all. No module here imports its
+backend at import time: each factory imports what it needs, so a missing
+backend makes its implementations unavailable, not the package unimportable.
+"""
+
+from impls import (  # noqa: F401  (imported to register)
+    numba_impls,
+    numpy_impls,
+    python_impls,
+    tensorflow_impls,
+    torch_impls,
+)

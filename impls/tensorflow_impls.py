@@ -1,0 +1,71 @@
+"""TensorFlow: seed 003 in tf ops (stack + reshape) and the stack / cat variants."""
+
+from __future__ import annotations
+
+from harness import Spec, Supports, register
+from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, assemble
+
+
+def _dtype(spec: Spec):
+    import tensorflow as tf
+
+    return getattr(tf, spec.dtype)
+
+
+@register(name="seed-tf-stack", backend="tensorflow",
+          supports=Supports(layouts=("interleaved",), freq_shifts=(0,)))
+def build_seed_tf(spec: Spec):
+    """Seed 003 in TensorFlow ops: tf.pow(base, even_i/d), sin/cos, tf.stack(axis=2), reshape."""
+    import tensorflow as tf
+
+    dtype = _dtype(spec)
+    length, d_model, base, offset = spec.length, spec.d_model, spec.base, spec.offset
+
+    def table():
+        even_i = tf.range(0, d_model, 2, dtype=dtype)
+        denominator = tf.pow(tf.constant(base, dtype), even_i / d_model)
+        position = tf.reshape(tf.range(offset, offset + length, dtype=dtype), (length, 1))
+        even_pe = tf.sin(position / denominator)
+        odd_pe = tf.cos(position / denominator)
+        stacked = tf.stack([even_pe, odd_pe], axis=2)
+        return tf.reshape(stacked, (length, d_model))
+
+    return table
+
+
+def tf_table(spec: Spec):
+    """Direct formula in the output dtype, any convention: the general TensorFlow variant."""
+    import tensorflow as tf
+
+    dtype = _dtype(spec)
+    k = tf.range(spec.n_freq, dtype=dtype)
+    denominator = tf.pow(tf.constant(spec.base, dtype), k / spec.denominator)
+    position = tf.range(spec.offset, spec.offset + spec.length, dtype=dtype)[:, None]
+    theta = position / denominator if spec.scale == 1.0 else spec.scale * position / denominator
+    return assemble(
+        spec, tf.sin(theta), tf.cos(theta), tf.zeros((spec.length, 1), dtype=dtype),
+        interleave=lambda a, b: tf.reshape(tf.stack([a, b], axis=2), (spec.length, -1)),
+        concat=lambda parts: tf.concat(parts, axis=1),
+    )
+
+
+@register(name="tf-stack", backend="tensorflow", supports=INTERLEAVED)
+def build_tf_stack(spec: Spec):
+    """Any interleaved convention: tf.stack(axis=2) + reshape, eager."""
+    return lambda: tf_table(spec)
+
+
+@register(name="tf-cat", backend="tensorflow", supports=CONCAT)
+def build_tf_cat(spec: Spec):
+    """Any concatenated convention: tf.concat([sin, cos], axis=1), eager."""
+    return lambda: tf_table(spec)
+
+
+@register(name="tf-forward", backend="tensorflow", workload="forward", supports=EVERY_CONVENTION)
+def build_tf_forward(spec: Spec, x):
+    """x + PE with the table built once in the factory."""
+    import tensorflow as tf
+
+    pe = tf_table(spec)
+    xt = tf.constant(x)
+    return lambda: xt + pe

@@ -1,0 +1,127 @@
+"""torch: seed 000/004 (stack + flatten), seed 002 (cat, `half - 1` schedule), variants, CUDA."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from harness import Spec, Supports, register
+from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, assemble
+
+TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def _dtype(spec: Spec):
+    import torch
+
+    return getattr(torch, spec.dtype)
+
+
+def _cuda_check():
+    import torch
+
+    return None if torch.cuda.is_available() else "no CUDA device visible to torch"
+
+
+@register(name="seed-torch-stack", backend="torch",
+          supports=Supports(layouts=("interleaved",), freq_shifts=(0,)))
+def build_seed_torch_stack(spec: Spec):
+    """Seeds 000/004: torch.pow(base, even_i/d), sin/cos, torch.stack(dim=2), flatten."""
+    import torch
+
+    dtype = _dtype(spec)
+    length, d_model, base, offset = spec.length, spec.d_model, spec.base, spec.offset
+
+    def table():
+        even_i = torch.arange(0, d_model, 2, dtype=dtype)
+        odd_i = torch.arange(1, d_model, 2, dtype=dtype)
+        position = torch.arange(offset, offset + length, dtype=dtype).reshape(-1, 1)
+        even_pe = torch.sin(position / torch.pow(base, even_i / d_model))
+        odd_pe = torch.cos(position / torch.pow(base, (odd_i - 1) / d_model))
+        stacked = torch.stack([even_pe, odd_pe], dim=2)
+        return torch.flatten(stacked, start_dim=1, end_dim=2)
+
+    return table
+
+
+@register(name="seed-torch-cat", backend="torch",
+          supports=Supports(layouts=("concat",), freq_shifts=(1,)))
+def build_seed_torch_cat(spec: Spec):
+    """Seed 002: slope = exp(-ln(base) k/(half-1)), cat([sin, cos]) as [d, L], transposed."""
+    import torch
+
+    dtype = _dtype(spec)
+    length, half, base, offset = spec.length, spec.d_model // 2, spec.base, spec.offset
+
+    @torch.no_grad()
+    def table():
+        slope = (torch.arange(half, dtype=dtype) * -math.log(base) / (half - 1)).exp()
+        t = slope[:, None] * torch.arange(offset, offset + length, dtype=dtype)[None, :]
+        res = torch.cat([t.sin(), t.cos()], dim=0).to(dtype=dtype)
+        return res.T   # the seed returns [d_model, length]
+
+    return table
+
+
+def torch_table(spec: Spec, device: str = "cpu"):
+    """Direct formula in the output dtype, any convention: the general torch variant."""
+    import torch
+
+    out_dtype = _dtype(spec)
+    # half dtypes cannot even hold positions past 2048 exactly (or 65504 at all): work in float32
+    dtype = torch.float32 if spec.itemsize == 2 else out_dtype
+    k = torch.arange(spec.n_freq, dtype=dtype, device=device)
+    denominator = torch.pow(spec.base, k / spec.denominator)
+    position = torch.arange(spec.offset, spec.offset + spec.length, dtype=dtype, device=device)[:, None]
+    theta = position / denominator if spec.scale == 1.0 else spec.scale * position / denominator
+    return assemble(
+        spec, torch.sin(theta).to(out_dtype), torch.cos(theta).to(out_dtype),
+        torch.zeros((spec.length, 1), dtype=out_dtype, device=device),
+        interleave=lambda a, b: torch.flatten(torch.stack([a, b], dim=2), start_dim=1),
+        concat=lambda parts: torch.cat(parts, dim=1),
+    )
+
+
+def _torch_supports(base: Supports) -> Supports:
+    return replace(base, dtypes=TORCH_DTYPES)
+
+
+@register(name="torch-stack", backend="torch", supports=_torch_supports(INTERLEAVED))
+def build_torch_stack(spec: Spec):
+    """Any interleaved convention: torch.stack(dim=2) + flatten."""
+    return lambda: torch_table(spec)
+
+
+@register(name="torch-cat", backend="torch", supports=_torch_supports(CONCAT))
+def build_torch_cat(spec: Spec):
+    """Any concatenated convention: torch.cat([sin, cos], dim=1)."""
+    return lambda: torch_table(spec)
+
+
+@register(name="torch-cuda-stack", backend="torch", device="cuda", check=_cuda_check,
+          supports=_torch_supports(EVERY_CONVENTION))
+def build_torch_cuda(spec: Spec):
+    """The general torch variant on the GPU; synchronises so the call is the whole build."""
+    import torch
+
+    def table():
+        out = torch_table(spec, device="cuda")
+        torch.cuda.synchronize()
+        return out
+
+    return table
+
+
+@register(name="torch-forward", backend="torch", workload="forward", supports=EVERY_CONVENTION)
+def build_torch_forward(spec: Spec, x):
+    """x + PE with the table kept from the factory, like register_buffer in seeds 001/002."""
+    import torch
+
+    pe = torch_table(spec)
+    xt = torch.from_numpy(x)
+
+    @torch.no_grad()
+    def forward():
+        return xt + pe
+
+    return forward
