@@ -19,6 +19,7 @@ VERBS = {
     "report": ("harness.report.cli", "rebuild report.md and plots from run directories"),
     "identify": ("harness.identify", "find the convention (Spec) that reproduces a saved table"),
     "precision": ("harness.precision", "error vs position for each dtype and approach"),
+    "conventions": ("harness.convention_matrix", "which implementations produce the same table"),
 }
 
 
