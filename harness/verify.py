@@ -39,12 +39,14 @@ def run(impls: Sequence[Implementation], specs: Sequence[Spec], timeout_s: float
     checks: list[Check] = []
     for impl in impls:
         mine: list[Check] = []
+        hung = False
         for spec in specs:
-            if mine and mine[-1].reason.startswith("timeout"):
+            if hung:  # its abandoned call may still be running: do not pile up more
                 mine.append(Check(impl.name, impl.backend, impl.device, impl.workload, spec,
                                   "error", "not run: an earlier case timed out"))
                 continue
             mine.append(check(impl, spec, timeout_s))
+            hung = mine[-1].reason.startswith("timeout")
         checks.extend(mine)
         if on_impl_done:
             on_impl_done(impl, mine)

@@ -1,0 +1,117 @@
+"""Wrong implementations that verify must catch, each wrong in one believable way.
+
+Each is a factory on top of one correct float64-angle NumPy builder, so a
+passing control proves the failures come from the single mutation.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from harness import Spec, Supports
+from harness.reference import column_plan
+from harness.registry import Implementation
+
+INTERLEAVED_PAPER = Supports(layouts=("interleaved",))
+
+
+def table(spec: Spec, pos: np.ndarray | None = None, base: float | None = None,
+          angle_dtype=np.float64, order: str | None = None) -> np.ndarray:
+    """A correct table, unless a mutation is asked for."""
+    pos = np.arange(spec.offset, spec.offset + spec.length, dtype=np.float64) if pos is None else pos
+    k = np.arange(spec.n_freq)
+    inv = (spec.base if base is None else base) ** (-k / spec.denominator)
+    with np.errstate(over="ignore", invalid="ignore"):  # float16 angles overflow past 65504
+        theta = (pos[:, None] * inv).astype(angle_dtype)
+        sin, cos = np.sin(theta).astype(np.float64), np.cos(theta).astype(np.float64)
+    plan = column_plan(spec.replace(layout=order or spec.layout))
+    out = np.zeros((spec.length, spec.d_model))
+    out[:, plan.first_cols], out[:, plan.second_cols] = sin, cos
+    return out.astype(spec.dtype)
+
+
+def _correct(spec):
+    return lambda: table(spec)
+
+
+def _swapped(spec):
+    return lambda: table(spec)[:, np.r_[1:spec.d_model:2, 0:spec.d_model:2]].reshape(
+        spec.length, 2, -1).transpose(0, 2, 1).reshape(spec.length, -1)
+
+
+def _off_by_one(spec):
+    return lambda: table(spec, pos=np.arange(spec.length, dtype=np.float64) + spec.offset + 1)
+
+
+def _concat_as_interleaved(spec):
+    return lambda: table(spec, order="concat")
+
+
+def _one_nan(spec):
+    def call():
+        out = table(spec)
+        out[spec.length // 2, spec.d_model // 2] = np.nan
+        return out
+    return call
+
+
+def _cached(spec):
+    cached = table(spec)
+    return lambda: cached
+
+
+def _float16_angles(spec):
+    return lambda: table(spec, angle_dtype=np.float16)
+
+
+def _base_ignored(spec):
+    return lambda: table(spec, base=10000.0)
+
+
+def _last_column_wrong(spec):
+    def call():
+        out = table(spec)
+        k = spec.n_freq - 2  # the previous frequency's cos
+        theta = np.arange(spec.offset, spec.offset + spec.length) * spec.base ** (-k / spec.denominator)
+        out[:, -1] = np.cos(theta)
+        return out
+    return call
+
+
+def _drift_past_1000(spec):
+    def call():
+        pos = np.arange(spec.offset, spec.offset + spec.length, dtype=np.float64)
+        pos = np.where(pos > 1000, pos * (1 + 2e-6), pos)
+        return table(spec, pos=pos)
+    return call
+
+
+def _wrong_dtype(spec):
+    return lambda: table(spec).astype(np.float64 if spec.dtype != "float64" else np.float32)
+
+
+def _transposed(spec):
+    return lambda: table(spec).T.copy()
+
+
+WRONG: dict[str, Callable] = {
+    "sin-cos-swapped": _swapped,
+    "positions-off-by-one": _off_by_one,
+    "concat-as-interleaved": _concat_as_interleaved,
+    "one-nan": _one_nan,
+    "cached-table": _cached,
+    "float16-angles": _float16_angles,
+    "base-ignored": _base_ignored,
+    "last-column-wrong": _last_column_wrong,
+    "drift-past-1000": _drift_past_1000,
+    "wrong-dtype": _wrong_dtype,
+    "transposed": _transposed,
+}
+
+
+def implementation(name: str) -> Implementation:
+    build = _correct if name == "control" else WRONG[name]
+    return Implementation(name=f"wrong-{name}", backend="numpy", device="cpu", build=build,
+                          supports_fn=INTERLEAVED_PAPER, origin=__name__)

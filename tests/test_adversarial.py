@@ -1,0 +1,89 @@
+"""verify must fail every wrong implementation, and pass the correct control they derive from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import verify
+from harness.cases import default_cases
+from harness.cli import main
+from tests import adversaries
+
+CASES = default_cases()
+F32 = [s for s in CASES if s.dtype == "float32"]
+
+
+def test_control_passes_every_case():
+    checks = verify.run([adversaries.implementation("control")], CASES)
+    assert {c.status for c in checks} <= {"pass", "skip"}
+    assert sum(c.status == "pass" for c in checks) > 20
+
+
+@pytest.mark.parametrize("name", sorted(adversaries.WRONG))
+def test_wrong_implementation_fails(name):
+    checks = verify.run([adversaries.implementation(name)], CASES)
+    failed = [c for c in checks if c.status == "fail"]
+    assert failed, f"verify passed {name}"
+
+
+def test_cached_table_is_named_as_such():
+    checks = verify.run([adversaries.implementation("cached-table")], F32[:3])
+    assert "cached table" in checks[0].reason
+
+
+def test_drift_is_located_past_position_1000():
+    checks = verify.run([adversaries.implementation("drift-past-1000")], CASES)
+    failed = [c for c in checks if c.status == "fail"]
+    assert failed and all(c.worst_pos + c.spec.offset > 1000 for c in failed)
+
+
+def test_wrong_plugin_makes_verify_exit_1_and_names_it(tmp_path, capsys):
+    plugin = tmp_path / "bad_plugin.py"
+    plugin.write_text(
+        "from harness import register\n"
+        "from tests.adversaries import INTERLEAVED_PAPER, WRONG\n"
+        "register(name='my-broken-impl', backend='numpy', supports=INTERLEAVED_PAPER)"
+        "(WRONG['positions-off-by-one'])\n"
+    )
+    code = main(["verify", "--quick", "--plugin", str(plugin), "--only", "my-broken-impl",
+                 "--only", "seed-numpy-stack", "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAILED: my-broken-impl" in out
+    assert "seed-numpy-stack" in out
+    csv = (tmp_path / "out" / "verify.csv").read_text()
+    assert "my-broken-impl" in csv and ",fail," in csv
+
+
+def test_hanging_implementation_is_an_error_and_the_run_goes_on(tmp_path):
+    import time
+
+    from harness.registry import Implementation
+
+    def build(spec):
+        def call():
+            time.sleep(30)
+        return call
+
+    hang = Implementation(name="hangs", backend="numpy", device="cpu", build=build,
+                          supports_fn=adversaries.INTERLEAVED_PAPER)
+    control = adversaries.implementation("control")
+    checks = verify.run([hang, control], F32[:4], timeout_s=0.2)
+    hung = [c for c in checks if c.impl == "hangs"]
+    assert hung[0].status == "error" and hung[0].reason.startswith("timeout")
+    assert all(c.status == "error" for c in hung)          # the rest are not re-tried
+    assert {c.status for c in checks if c.impl == "wrong-control"} <= {"pass", "skip"}
+
+
+def test_crashing_build_is_an_error_with_its_message():
+    from harness.registry import Implementation
+
+    def build(spec):
+        raise RuntimeError("cannot set up")
+
+    impl = Implementation(name="crashes", backend="numpy", device="cpu", build=build,
+                          supports_fn=adversaries.INTERLEAVED_PAPER)
+    check = verify.run([impl], F32[:1])[0]
+    assert check.status == "error" and "cannot set up" in check.reason
