@@ -28,6 +28,8 @@ _CONVENTIONS: list[dict] = [
     dict(d_model=33, odd="pad"),
     dict(d_model=33, odd="extend"),
     dict(scale=1000.0, layout="concat", freq_shift=1, length=100),
+    dict(layout="concat", length=262_144, d_model=8),
+    dict(layout="concat", freq_shift=1, length=262_144, d_model=8),
 ]
 
 
