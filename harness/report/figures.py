@@ -1,0 +1,115 @@
+"""Shared plotting setup: the Agg backend, one colour per implementation, titled figures, heatmaps.
+
+Every plot of a report goes through here, so an implementation has the same
+colour and marker in all of them and every PNG is titled with the machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import Normalize  # noqa: E402
+from matplotlib.ticker import Formatter, FuncFormatter, NullFormatter  # noqa: E402
+
+MARKERS = "osD^v<>pP*Xh"
+#: tab20's strong colours first, then its light ones.
+COLOUR_ORDER = tuple(range(0, 20, 2)) + tuple(range(1, 20, 2))
+#: Roofs (bare fills) are drawn in black and greys, each with its own dash pattern.
+ROOF_GREYS = ("black", "dimgrey", "darkgrey")
+ROOF_DASHES = ("--", ":", "-.")
+DPI = 110
+
+
+def palette(impls: Iterable[str], roofs: Iterable[str] = ()) -> dict[str, dict]:
+    """Line style per implementation: colour and marker; `roofs` grey and dashed."""
+    colours = plt.get_cmap("tab20").colors
+    roofs = sorted(set(roofs))
+    names = sorted(set(impls) - set(roofs))
+    styles = {}
+    for i, name in enumerate(names):
+        styles[name] = dict(color=colours[COLOUR_ORDER[i % 20]], marker=MARKERS[i % len(MARKERS)])
+    for i, name in enumerate(roofs):
+        styles[name] = dict(color=ROOF_GREYS[i % len(ROOF_GREYS)], marker="", linewidth=2,
+                            linestyle=ROOF_DASHES[i % len(ROOF_DASHES)])
+    return styles
+
+
+def grid(nrows: int, ncols: int, title: str, machine: str,
+         panel: tuple[float, float] = (4.6, 3.6), **kwargs) -> tuple[plt.Figure, np.ndarray]:
+    """A figure of nrows x ncols panels (always a 2-D array), titled with the machine."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + 0.9),
+                             squeeze=False, **kwargs)
+    fig.suptitle(f"{title} — {machine}", fontsize=13, fontweight="bold")
+    return fig, axes
+
+
+def legend(fig: plt.Figure, axes: np.ndarray) -> None:
+    """One legend for the whole figure, right of the panels, without duplicate entries."""
+    seen: dict[str, object] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen.keys()), loc="center left",
+                   bbox_to_anchor=(1.0, 0.5), fontsize=9, frameon=False)
+
+
+def save(fig: plt.Figure, path: Path) -> Path:
+    """Write the PNG (parents created; the canvas grows to hold the legend) and free the figure."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def heatmap(ax: plt.Axes, values: pd.DataFrame, notes: pd.DataFrame, norm: Normalize, cmap: str,
+            show: Callable[[float], str], colour_of: Callable[[float], float] = lambda v: v,
+            title: str = "") -> matplotlib.image.AxesImage:
+    """impl x size matrix coloured by `colour_of(value)`, each cell annotated with `show(value)`
+    or, where there is no value, with its note (skip, error...) in grey."""
+    data = values.to_numpy(dtype=float)
+    image = ax.imshow(np.vectorize(colour_of)(data), cmap=cmap, norm=norm, aspect="auto")
+    ax.set_xticks(range(data.shape[1]), [str(c) for c in values.columns], rotation=45, ha="right",
+                  fontsize=8)
+    ax.set_yticks(range(data.shape[0]), [str(i) for i in values.index], fontsize=9)
+    ax.set_title(title, fontsize=11)
+    small = data.size > 300
+    size = 6 if small else 8
+    for (r, c), v in np.ndenumerate(data):
+        if np.isfinite(v):
+            red, green, blue, _ = image.cmap(norm(colour_of(v)))
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+            ax.text(c, r, show(v), ha="center", va="center", fontsize=size,
+                    color="white" if dark else "black")
+        elif notes.iat[r, c]:
+            ax.text(c, r, notes.iat[r, c], ha="center", va="center", fontsize=size, color="grey",
+                    style="italic")
+    return image
+
+
+def log_axis(axis: matplotlib.axis.Axis, formatter: Formatter) -> None:
+    """A log axis labelled with `formatter` (e.g. times with units): at decades, and at 2x and
+    5x a decade too when the data spans less than one and a half decades (call after plotting)."""
+    lo, hi = sorted(axis.get_view_interval())
+    axis.set_major_formatter(formatter)
+    if lo > 0 and hi / lo < 30:
+        def minor(value: float, pos: int | None = None) -> str:
+            leading = round(value / 10 ** np.floor(np.log10(value)))
+            return formatter(value, pos) if leading in (2, 5) else ""
+        axis.set_minor_formatter(FuncFormatter(minor))
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def styled(styles: Mapping[str, dict], impl: str) -> dict:
+    """Plot keyword arguments of one implementation (with its label)."""
+    return {"label": impl, "markersize": 4, **styles.get(impl, {})}

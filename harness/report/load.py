@@ -1,0 +1,142 @@
+"""Read one run directory (bench.csv, env.json, verify.csv, optional extras) into a `Run`.
+
+Everything downstream works on the normalised frames built here, so a missing
+optional column or a CSV boolean written as text is handled once, and bad
+input (no directory, no bench.csv, missing columns) is one clear ValueError.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+import pandas as pd
+
+#: Columns without which no report can be built.
+REQUIRED = ("impl", "workload", "length", "d_model", "dtype", "threads", "median_s", "iqr_s", "status")
+#: Optional columns and the value a row gets when the engine did not write them.
+OPTIONAL: Mapping[str, Any] = {
+    "run_id": "", "machine": "", "backend": "", "device": "cpu", "convention": "", "batch": 0,
+    "reason": "",
+    "roof_ratio": float("nan"), "is_roof": False,
+}
+#: What identifies one timed cell of a run (the same cell in another run is comparable).
+CELL = ("workload", "impl", "device", "length", "d_model", "dtype", "threads", "batch")
+#: What identifies one cell across implementations (for speedups; device deliberately excluded,
+#: so a GPU implementation is compared with the CPU baseline on the same task).
+TASK = ("workload", "length", "d_model", "dtype", "threads", "batch")
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One run directory: its timings, environment and (if present) its verify verdicts."""
+
+    path: Path
+    env: Mapping[str, Any]
+    bench: pd.DataFrame
+    verify: Optional[pd.DataFrame]
+
+    @property
+    def machine(self) -> str:
+        return str(self.env.get("machine") or _first(self.bench, "machine") or "unknown machine")
+
+    @property
+    def run_id(self) -> str:
+        return str(self.env.get("run_id") or _first(self.bench, "run_id") or self.path.name)
+
+    @property
+    def key(self) -> str:
+        """Column label when runs are side by side: machine, then run id."""
+        return f"{self.machine} ({self.run_id})"
+
+    def extra(self, name: str) -> Optional[Path]:
+        """An optional file written by another verb (conventions.md, plots/precision.png...)."""
+        path = self.path / name
+        return path if path.exists() else None
+
+
+def load_run(path: Path | str, only: Sequence[str] = (), keep: Sequence[str] = ()) -> Run:
+    """Load and normalise a run; `only` globs filter implementations (roofs and `keep` stay)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ValueError(f"run directory {path} does not exist")
+    bench_csv = path / "bench.csv"
+    if not bench_csv.is_file():
+        raise ValueError(f"{path} has no bench.csv: not a run directory written by `harness bench`")
+    bench = _normalise_bench(_read_csv(bench_csv))
+    if only:
+        wanted = bench["impl"].map(lambda n: n in keep or any(fnmatch.fnmatch(n, g) for g in only))
+        bench = bench[wanted | bench["is_roof"]].reset_index(drop=True)
+    env_json = path / "env.json"
+    env = _read_json(env_json) if env_json.is_file() else {}
+    verify_csv = path / "verify.csv"
+    verify = _normalise_verify(_read_csv(verify_csv)) if verify_csv.is_file() else None
+    return Run(path, env, bench, verify)
+
+
+def newest_run(root: Path | str) -> Path:
+    """The run directory under `root` whose bench.csv was written last."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"results directory {root} does not exist")
+    runs = [p.parent for p in root.glob("*/bench.csv")]
+    if not runs:
+        raise ValueError(f"no run directory (a folder with bench.csv) under {root}")
+    return max(runs, key=lambda p: (p / "bench.csv").stat().st_mtime)
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise ValueError(f"{path} is not a readable CSV: {exc}") from None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+
+
+def _normalise_bench(frame: pd.DataFrame) -> pd.DataFrame:
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise ValueError(f"bench.csv lacks column(s) {', '.join(missing)}")
+    frame = frame.copy()
+    for column, default in OPTIONAL.items():
+        if column not in frame.columns:
+            frame[column] = default
+        frame[column] = frame[column].fillna(default)
+    frame["is_roof"] = frame["is_roof"].map(_truthy).astype(bool)
+    for column in ("length", "d_model", "threads", "batch"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0).astype(int)
+    for column in ("median_s", "iqr_s", "roof_ratio"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    frame["elements"] = frame["length"] * frame["d_model"]
+    frame["size"] = frame["length"].astype(str) + "x" + frame["d_model"].astype(str)
+    frame["ok"] = (frame["status"] == "ok") & (frame["median_s"] > 0)
+    return frame
+
+
+def _normalise_verify(frame: pd.DataFrame) -> pd.DataFrame:
+    missing = [c for c in ("impl", "length", "offset", "dtype", "max_abs_err", "status")
+               if c not in frame.columns]
+    if missing:
+        raise ValueError(f"verify.csv lacks column(s) {', '.join(missing)}")
+    frame = frame.copy()
+    frame["max_abs_err"] = pd.to_numeric(frame["max_abs_err"], errors="coerce")
+    frame["max_position"] = frame["offset"].astype(int) + frame["length"].astype(int) - 1
+    return frame
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes")
+
+
+def _first(frame: pd.DataFrame, column: str) -> Optional[str]:
+    values = [v for v in frame.get(column, pd.Series(dtype=object)) if isinstance(v, str) and v]
+    return values[0] if values else None

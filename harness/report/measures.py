@@ -1,0 +1,94 @@
+"""Per-cell measures derived from bench.csv: speedup against a baseline, noise, grouping.
+
+Ratios are always taken between rows of the *same run*: the machines are
+shared and noisy, so absolute times across runs are not comparable, while
+two implementations timed minutes apart on one machine are.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping
+
+import numpy as np
+import pandas as pd
+
+from harness.report.load import TASK
+
+#: The default baseline of each workload: the seed NumPy table and the NumPy `x + PE`.
+DEFAULT_BASELINES: Mapping[str, str] = {"table": "seed-numpy-stack", "forward": "numpy-forward"}
+#: Seed 000 (torch stack-flatten): the reference point of the speed targets.
+SEED_000 = "seed-torch-stack"
+#: IQR/median above which a cell is flagged as noisy (DESIGN.md, measurement rules).
+NOISY = 0.10
+
+
+def workload_rank(workload: str) -> tuple[bool, str]:
+    """Sort key of workloads: `table` first (what the harness is about), then by name."""
+    return workload != "table", workload
+
+
+def baselines(frame: pd.DataFrame, named: str) -> dict[str, str]:
+    """The baseline of each workload: `named` where it was timed, else the default."""
+    impls_of = frame.groupby("workload")["impl"].agg(set)
+    return {w: named if named in impls else DEFAULT_BASELINES.get(w, named)
+            for w, impls in impls_of.items()}
+
+
+def speedup(frame: pd.DataFrame, baseline: str) -> pd.Series:
+    """baseline median / row median on the same task (NaN where either is missing or not ok)."""
+    ok = frame[frame["ok"] & (frame["impl"] == baseline)]
+    base = ok.drop_duplicates(list(TASK)).set_index(list(TASK))["median_s"]
+    keys = pd.MultiIndex.from_frame(frame[list(TASK)])
+    values = base.reindex(keys).to_numpy() / frame["median_s"].to_numpy()
+    return pd.Series(np.where(frame["ok"], values, np.nan), index=frame.index)
+
+
+def baseline_speedup(frame: pd.DataFrame, named: Mapping[str, str]) -> pd.Series:
+    """Each row's speedup over the baseline of its own workload (`named`: workload -> impl)."""
+    out = pd.Series(np.nan, index=frame.index)
+    for workload, baseline in named.items():
+        mine = frame["workload"] == workload
+        out[mine] = speedup(frame, baseline)[mine]
+    return out
+
+
+def spread(frame: pd.DataFrame) -> pd.Series:
+    """IQR / median of each ok row (NaN otherwise)."""
+    return (frame["iqr_s"] / frame["median_s"]).where(frame["ok"])
+
+
+def noisy(frame: pd.DataFrame) -> pd.Series:
+    return spread(frame) > NOISY
+
+
+def timed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Implementation rows only (no roofs)."""
+    return frame[~frame["is_roof"]]
+
+
+def groups(frame: pd.DataFrame) -> Iterator[tuple[str, int, pd.DataFrame]]:
+    """(dtype, threads, rows) in a stable order: dtypes by width, then threads."""
+    order = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
+    keys = sorted(frame.groupby(["dtype", "threads"]).groups,
+                  key=lambda k: (order.get(k[0], 9), k[0], k[1]))
+    for dtype, threads in keys:
+        yield dtype, threads, frame[(frame["dtype"] == dtype) & (frame["threads"] == threads)]
+
+
+def thread_range(frame: pd.DataFrame) -> tuple[int, int] | None:
+    """(fewest, most) threads timed, or None when the run used a single setting."""
+    threads = frame.loc[frame["ok"], "threads"]
+    return (int(threads.min()), int(threads.max())) if threads.nunique() > 1 else None
+
+
+def thread_scaling(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per implementation and cell: median at the fewest threads / median at the most."""
+    span = thread_range(frame)
+    ok = frame[frame["ok"]]
+    if span is None:
+        return pd.DataFrame(columns=["impl", "dtype", "length", "d_model", "elements", "scaling"])
+    lo, hi = span
+    key = ["workload", "impl", "device", "length", "d_model", "dtype", "batch", "elements"]
+    few = ok[ok["threads"] == lo].set_index(key)["median_s"]
+    many = ok[ok["threads"] == hi].set_index(key)["median_s"]
+    return (few / many).dropna().rename("scaling").reset_index()

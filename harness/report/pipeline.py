@@ -1,0 +1,113 @@
+"""`build`: load run directories, compute the report's data, draw its plots, write report.md.
+
+The one entry point the bench engine (end of a sweep) and the `report` verb
+both call; everything else in the package is a step of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+from harness import io
+from harness.report import extras, markdown, plots, sections, side_by_side
+from harness.report.accuracy import error_by_position
+from harness.report.compare import changes
+from harness.report.figures import palette
+from harness.report.frontier import ACCURACY_DTYPE, Tradeoff, reference_size, tradeoff
+from harness.report.load import Run, load_run
+from harness.report.measures import DEFAULT_BASELINES, SEED_000, baselines, workload_rank
+from harness.report.recommend import recommend
+
+
+def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
+          baseline: str = DEFAULT_BASELINES["table"], compare: Optional[Path] = None,
+          only: Sequence[str] = ()) -> Path:
+    """Write report.md (and plots/ beside it) for one run, or side by side for several.
+
+    One run: into `out_dir`, default the run directory itself. Several runs:
+    into `out_dir`, which is then required. `compare`: a base run directory
+    whose medians each cell is compared with. `only`: implementation globs
+    (baselines and roofs are kept so that ratios still have a denominator).
+    Returns the path of report.md.
+    """
+    if not run_dirs:
+        raise ValueError("no run directory given")
+    keep = {*DEFAULT_BASELINES.values(), baseline, SEED_000}
+    runs = [load_run(d, only, keep) for d in run_dirs]
+    base = load_run(compare, only, keep) if compare is not None else None
+    if len(runs) == 1:
+        out = Path(out_dir) if out_dir is not None else runs[0].path
+        text = _single(runs[0], out, baseline, base)
+    elif out_dir is None:
+        raise ValueError("a report over several run directories needs an output directory (--out)")
+    else:
+        out = Path(out_dir)
+        text = _several(runs, out, baseline, base)
+    return io.write_text(out / "report.md", text)
+
+
+def _single(run: Run, out: Path, baseline: str, base: Optional[Run]) -> str:
+    named = baselines(run.bench, baseline)
+    workloads = _workloads(run)
+    trades = [t for w in workloads if (t := tradeoff(run.bench, run.verify, w, _ratios_for(w, named)))]
+    figures = _draw(run, out / "plots", named, trades)
+    title = markdown.heading(1, f"pe-harness benchmark report — {run.machine}")
+    env = run.env
+    lead = (f"Run `{run.run_id}` at {env.get('time_utc', 'an unknown time')}, commit "
+            f"`{sections.commit(env)}`. Times are medians of pytest-benchmark rounds "
+            "in one process per backend; compare ratios within this run, not absolute times "
+            "across runs.")
+    return markdown.join(
+        title, lead, sections.environment(run),
+        sections.recommendation(recommend(run.bench, run.verify), run.verify is not None),
+        sections.accuracy_vs_speed(trades, figures, out),
+        *(sections.workload(run, w, named[w], figures, out) for w in workloads),
+        sections.change(changes(run.bench, base.bench), base) if base else "",
+        sections.noisy(run), sections.problems(run),
+        extras.conventions(run, out), extras.precision(run, out), extras.files(run, out))
+
+
+def _several(runs: Sequence[Run], out: Path, baseline: str, base: Optional[Run]) -> str:
+    named = [baselines(r.bench, baseline) for r in runs]
+    title = markdown.heading(1, f"pe-harness benchmark report — {len(runs)} runs side by side")
+    comparisons = [sections.change(changes(run.bench, base.bench), base, of=key)
+                   for key, run in zip(side_by_side.keys(runs), runs)] if base else []
+    return markdown.join(
+        title, "Each column is one run, keyed by machine and run id.",
+        side_by_side.runs_table(runs, out),
+        side_by_side.recommendations(runs, [recommend(r.bench, r.verify) for r in runs]),
+        side_by_side.timings(runs, named), *comparisons)
+
+
+def _workloads(run: Run) -> list[str]:
+    return sorted(set(run.bench["workload"]), key=workload_rank)
+
+
+def _ratios_for(workload: str, named: dict[str, str]) -> list[str]:
+    """Baselines quoted in the accuracy-vs-speed table: the workload's, and seed 000 for tables."""
+    extra = [SEED_000] if workload == "table" and named[workload] != SEED_000 else []
+    return [named[workload], *extra]
+
+
+def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff]) -> dict[str, Path]:
+    """Every plot of a one-run report, keyed `kind-workload` (and `error`); absent when empty."""
+    verified = run.verify["impl"] if run.verify is not None else []
+    bench = run.bench
+    styles = palette([*bench["impl"], *verified], roofs=bench.loc[bench["is_roof"], "impl"])
+    machine = run.machine
+    drawn = {}
+    for w in _workloads(run):
+        ref = reference_size(bench, w)
+        dtype = ref[2] if ref else ACCURACY_DTYPE
+        drawn[f"time-{w}"] = plots.time_vs_length(bench, w, dtype, machine, where / f"time-{w}.png", styles)
+        drawn[f"speedup-{w}"] = plots.speedup_heatmap(bench, w, named[w], machine, where / f"speedup-{w}.png")
+        drawn[f"roof-{w}"] = plots.roof_heatmap(bench, w, machine, where / f"roof-{w}.png")
+        drawn[f"threads-{w}"] = plots.scaling(bench, w, machine, where / f"threads-{w}.png", styles)
+    for t in trades:
+        drawn[f"frontier-{t.workload}"] = plots.frontier(t, machine, where / f"frontier-{t.workload}.png",
+                                                         styles)
+    errors = error_by_position(run.verify, ACCURACY_DTYPE)
+    drawn["error"] = plots.error_vs_position(errors, ACCURACY_DTYPE, machine,
+                                             where / f"error-{ACCURACY_DTYPE}.png", styles)
+    return {k: v for k, v in drawn.items() if v is not None}

@@ -1,0 +1,192 @@
+"""The sections of a one-run report.md, each a function from report data to markdown.
+
+The data (recommendations, trade-offs, changes) is computed elsewhere; these
+functions only decide what a reader sees and in which words.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from harness.report import fmt, markdown, pivots
+from harness.report.compare import Change, as_frame
+from harness.report.frontier import REFERENCE, Tradeoff
+from harness.report.load import Run
+from harness.report.measures import NOISY, groups, spread, timed
+from harness.report.recommend import REGIMES, Recommendation
+from harness.verify import LONG_POSITIONS
+
+MAX_LISTED = 40
+
+
+def commit(env: Mapping) -> str:
+    """The git commit of a run, '(dirty)' when it had uncommitted changes."""
+    sha = env.get("git_commit") or "unknown (not a git checkout)"
+    return str(sha) + (" (dirty)" if env.get("git_dirty") else "")
+
+
+def environment(run: Run) -> str:
+    """The machine and software the numbers belong to."""
+    env = run.env
+    if not env:
+        return markdown.join(markdown.heading(2, "Environment"), "No env.json in this run.")
+    rows = [("machine", run.machine), ("run id", run.run_id), ("time (UTC)", env.get("time_utc", "-")),
+            ("git commit", commit(env)),
+            ("python", env.get("python", "-")), ("platform", env.get("platform", "-")),
+            ("CPU", f"{env.get('cpu_model', '-')}, {env.get('cores_logical', '?')} logical / "
+                    f"{env.get('cores_physical', '?')} physical cores"),
+            ("memory", f"{env['memory_bytes'] / 2**30:.1f} GiB" if env.get("memory_bytes") else "-"),
+            ("GPU", env.get("gpu") or "none")]
+    rows += [(name, version or "not installed") for name, version in env.get("versions", {}).items()]
+    rows.append(("command", " ".join(env.get("argv", [])) or "-"))
+    frame = pd.DataFrame(rows, columns=["", "value"])
+    return markdown.join(markdown.heading(2, "Environment"), markdown.table(frame, index=False))
+
+
+def recommendation(picks: Sequence[Recommendation], verified: bool = True) -> str:
+    """Per workload and regime x dtype x device x threads: the fastest implementation verify passes."""
+    intro = (
+        "For each size regime x dtype x device x threads, the fastest implementation that passes "
+        "`verify` (no fail or error in verify.csv; an implementation missing from it is never "
+        "recommended). *time* is the geometric mean of its medians over the regime's sizes; *lead* "
+        "is the runner-up's time over the winner's (the geometric mean of the per-size ratios). "
+        f"*accuracy* is its worst max abs error in that dtype over verify cases reaching "
+        f"{fmt.count(LONG_POSITIONS)} positions or more (else the farthest case it ran). Regimes: "
+        + "; ".join(r.label for r in REGIMES)
+        + " - small tables sit in cache, large ones are bound by memory bandwidth.")
+    blocks = [markdown.heading(2, "Recommendation"), intro]
+    if not verified:
+        blocks.append("This run has no verify.csv, so nothing can be recommended: run "
+                      "`python -m harness verify --out RUN_DIR`, then `python -m harness report "
+                      "RUN_DIR`.")
+    elif not picks:
+        blocks.append("No implementation that passes verify was timed ok.")
+    for workload in dict.fromkeys(p.workload for p in picks):
+        rows = [{"regime": p.regime.name, "dtype": p.dtype, "device": p.device,
+                 "threads": p.threads, "recommended": f"**{p.impl}**" + _convention(p.convention),
+                 "time": fmt.time(p.score_s),
+                 "sizes": p.cells, "accuracy": str(p.accuracy) if p.accuracy else "-",
+                 "lead": fmt.ratio(p.lead), "runner-up": p.runner_up or "-",
+                 "faster but excluded": "; ".join(p.excluded)}
+                for p in picks if p.workload == workload]
+        blocks += [markdown.heading(3, f"`{workload}`"),
+                   markdown.table(pd.DataFrame(rows), index=False)]
+    return markdown.join(*blocks)
+
+
+def accuracy_vs_speed(trades: Sequence[Tradeoff], figures: Mapping[str, Path], out: Path) -> str:
+    """Per implementation: error far out against time at one size, and the Pareto frontier."""
+    blocks = [markdown.heading(2, "Accuracy vs speed"), (
+        f"Each implementation's worst float32 error over the verify cases reaching "
+        f"{fmt.count(LONG_POSITIONS)} positions (else its farthest case) against its median time "
+        f"at the reference size ({REFERENCE[0]}x{REFERENCE[1]} float32 when timed, else the "
+        "largest size at which at least half of the implementations ran). *Pareto*: no other "
+        "correct implementation, checked as far out, is both as fast and as accurate. Speedups "
+        "are medians of the same run; *x roof* is time over a bare fill (or `x + y`) of the same "
+        "bytes. A convention in parentheses is the one timed when it is not the paper's.")]
+    for trade in trades:
+        rows = [{"impl": p.impl + _convention(p.convention), "threads": p.threads,
+                 "median": fmt.time(p.median_s),
+                 "x roof": fmt.ratio(p.roof_ratio),
+                 **{f"vs {name}": fmt.ratio(x) for name, x in p.speedups},
+                 "max err f32 (long)": str(p.accuracy) if p.accuracy else "-",
+                 "Pareto": "**yes**" if p.frontier else (p.excluded or "")}
+                for p in trade.points]
+        blocks += [markdown.heading(3, f"`{trade.workload}` at {trade.size}"),
+                   markdown.table(pd.DataFrame(rows), index=False)]
+        if f"frontier-{trade.workload}" in figures:
+            blocks.append(markdown.image(figures[f"frontier-{trade.workload}"], out,
+                                         f"accuracy vs speed, {trade.workload}"))
+    if "error" in figures:
+        blocks.append(markdown.image(figures["error"], out, "max error vs position, float32"))
+    return markdown.join(*blocks)
+
+
+def workload(run: Run, name: str, baseline: str, figures: Mapping[str, Path], out: Path) -> str:
+    """Median, speedup and roof pivots of one workload, per dtype x threads, with its plots."""
+    rows = run.bench[run.bench["workload"] == name]
+    blocks = [markdown.heading(2, f"Workload `{name}`"), (
+        f"Median time per call (`{pivots.NOISY_MARK}`: noisy, IQR/median > {NOISY:.0%}); speedup "
+        f"is {baseline}'s median over the implementation's (> 1x: faster); *time / roof* is the "
+        "implementation's median over a bare allocate-and-fill (or `x + y`) of the same bytes "
+        "timed in the same run (1x: at the memory limit). Rows fastest first.")]
+    blocks += [markdown.image(figures[key], out, key) for key in
+               (f"{kind}-{name}" for kind in ("time", "speedup", "roof", "threads")) if key in figures]
+    for dtype, threads, group in groups(rows):
+        blocks += [markdown.heading(3, f"{dtype}, {fmt.threads(threads)}"),
+                   "**Median time**", markdown.table(pivots.medians(group)),
+                   f"**Speedup vs {baseline}**",
+                   markdown.table(pivots.speedups(group, run.bench, baseline))]
+        if timed(group)["roof_ratio"].notna().any():
+            blocks += ["**Time / roof**", markdown.table(pivots.roof_ratios(group))]
+    return markdown.join(*blocks)
+
+
+def change(cells: Sequence[Change], base: Run, of: str = "") -> str:
+    """Per-cell change of the median vs a base run (of run `of`); bold where beyond the spread."""
+    head = markdown.heading(2, f"Change {'of ' + of + ' ' if of else ''}vs {base.key}")
+    if not cells:
+        return markdown.join(head, "No cell was timed ok in both runs.")
+    frame = as_frame(list(cells))
+    worse = sum(c.beyond_spread and c.pct > 0 for c in cells)
+    better = sum(c.beyond_spread and c.pct < 0 for c in cells)
+    intro = (f"Change of each median in % of {base.key}'s (positive: slower). **Bold**: the "
+             "difference exceeds the two runs' IQRs added. "
+             f"{_cells(len(cells))} in both runs: {worse} slower and {better} faster beyond the "
+             f"spread; median change {fmt.pct(frame['pct'].median())}. `report --fail-slower PCT` "
+             "fails on a cell when new - base > max(PCT % of base, IQR new + IQR base).")
+    blocks = [head, intro]
+    for (name, dtype, threads), group in frame.groupby(["workload", "dtype", "threads"]):
+        blocks += [markdown.heading(3, f"`{name}`, {dtype}, {fmt.threads(threads)}"),
+                   markdown.table(pivots.changes(group))]
+    return markdown.join(*blocks)
+
+
+def noisy(run: Run) -> str:
+    """The cells whose spread makes their median doubtful, worst first."""
+    bench = run.bench.assign(spread=spread(run.bench))
+    bad = bench[bench["spread"] > NOISY].sort_values("spread", ascending=False)
+    head = markdown.heading(2, "Noisy cells")
+    if bad.empty:
+        return markdown.join(head, f"None: every cell has IQR/median <= {NOISY:.0%}.")
+    frame = pd.DataFrame({"workload": bad["workload"], "impl": bad["impl"], "cell": _cell(bad),
+                          "median": bad["median_s"].map(fmt.time), "IQR": bad["iqr_s"].map(fmt.time),
+                          "IQR/median": bad["spread"].map(lambda v: f"{v:.0%}")})
+    return markdown.join(head, f"{_cells(len(bad))} with IQR/median > {NOISY:.0%}; compare their "
+                         "ratios with care (rerun on a quieter machine).",
+                         markdown.table(frame.head(MAX_LISTED), index=False), _more(len(bad)))
+
+
+def problems(run: Run) -> str:
+    """Every cell that did not time ok (error, timeout, skip), with its reason."""
+    bad = run.bench[~run.bench["ok"]]
+    head = markdown.heading(2, "Failures, timeouts and skips")
+    if bad.empty:
+        return markdown.join(head, "None: every cell ran.")
+    counts = ", ".join(f"{n} {s}" for s, n in bad["status"].value_counts().items())
+    frame = pd.DataFrame({"workload": bad["workload"], "impl": bad["impl"], "cell": _cell(bad),
+                          "status": bad["status"], "reason": bad["reason"].astype(str)})
+    frame = frame.sort_values(["status", "impl"], kind="stable")
+    return markdown.join(head, counts + ".", markdown.table(frame.head(MAX_LISTED), index=False),
+                         _more(len(bad)))
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell" + ("" if n == 1 else "s")
+
+
+def _convention(name: str) -> str:
+    """The timed convention after an implementation's name, unless it is the paper's."""
+    return f" ({name})" if name and name != "paper" else ""
+
+
+def _cell(rows: pd.DataFrame) -> pd.Series:
+    return (rows["size"] + " " + rows["dtype"] + " " + rows["threads"].map(fmt.threads)
+            + rows["device"].map(lambda d: "" if d == "cpu" else f" {d}"))
+
+
+def _more(n: int) -> str:
+    return f"... and {n - MAX_LISTED} more in bench.csv." if n > MAX_LISTED else ""
