@@ -1,0 +1,109 @@
+"""The unit of a sweep: a `Cell` (what to time) and its `Outcome` (what came of it).
+
+A cell is one implementation at one size, dtype, thread count and device.
+Both are frozen and JSON-friendly: the parent writes cells to a worker's
+config file and the worker writes `row(cell, outcome)` to the journal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Optional
+
+from harness.registry import Implementation
+from harness.spec import Spec
+
+STATUSES = ("ok", "error", "timeout", "skip")
+
+#: Conventions a bench cell may use, in order of preference: the first one an
+#: implementation supports is timed (the concat-only seeds need t2t's schedule).
+CONVENTIONS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "concat": {"layout": "concat"},
+    "t2t": {"layout": "concat", "freq_shift": 1},
+    "fairseq": {"layout": "concat", "freq_shift": 1, "offset": 2},
+    "shift1": {"freq_shift": 1},
+    "diffusers-flip": {"layout": "concat", "freq_shift": 1, "cos_first": True},
+    "cos-first": {"cos_first": True},
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One timing: which implementation, on which table, with how many threads where."""
+
+    impl: str
+    backend: str
+    device: str
+    workload: str
+    convention: str
+    length: int
+    d_model: int
+    dtype: str
+    threads: int
+    batch: int = 1
+    is_roof: bool = False
+
+    @property
+    def key(self) -> str:
+        """Stable identity in the journal and for --resume (the convention follows from impl)."""
+        batch = f"-b{self.batch}" if self.workload == "forward" else ""
+        return (f"{self.impl}:{self.workload}:{self.device}:{self.length}x{self.d_model}{batch}"
+                f":{self.dtype}:{self.threads}t")
+
+    @property
+    def elements(self) -> int:
+        """Elements written per call: the table, or x + PE for every batch row."""
+        return self.batch * self.length * self.d_model
+
+    @property
+    def bytes_out(self) -> int:
+        return self.elements * Spec(1, 2, dtype=self.dtype).itemsize
+
+    def spec(self) -> Spec:
+        return Spec(self.length, self.d_model, dtype=self.dtype, **CONVENTIONS[self.convention])
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Cell":
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
+def choose_convention(impl: Implementation, length: int, d_model: int,
+                      dtype: str) -> tuple[Optional[str], str]:
+    """(first supported convention, "") or (None, why the paper convention is not supported)."""
+    for name, extra in CONVENTIONS.items():
+        if impl.supports(Spec(length, d_model, dtype=dtype, **extra)) is None:
+            return name, ""
+    return None, impl.supports(Spec(length, d_model, dtype=dtype)) or "no convention supported"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a cell: statistics from pytest-benchmark, or why there are none."""
+
+    status: str
+    reason: str = ""
+    median_s: float = math.nan
+    iqr_s: float = math.nan
+    min_s: float = math.nan
+    mean_s: float = math.nan
+    stddev_s: float = math.nan
+    rounds: int = 0
+    build_s: float = math.nan
+    first_call_s: float = math.nan
+    peak_bytes: float = math.nan
+    peak_method: str = ""
+    thread_settings: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+
+def row(cell: Cell, outcome: Outcome) -> dict[str, Any]:
+    """One journal line / CSV row: the cell's identity, then its outcome."""
+    return {"key": cell.key, **cell.as_dict(), "bytes_out": cell.bytes_out, **asdict(outcome)}

@@ -1,0 +1,109 @@
+"""Who measured what, where: the run id and `env.json` (versions, CPU, cores, GPU, git commit).
+
+Nothing here imports a backend: versions come from package metadata and the GPU
+from nvidia-smi, so recording the environment costs no thread pool or CUDA
+context in the parent. Git is only read (`--no-optional-locks`: not even the
+index is refreshed).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import psutil
+
+from harness import io
+
+FILENAME = "env.json"
+PACKAGES = {  # label: distributions that provide it, first found wins
+    "numpy": ("numpy",), "torch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu"),
+    "numba": ("numba",), "pandas": ("pandas",), "matplotlib": ("matplotlib",),
+    "pytest": ("pytest",), "pytest-benchmark": ("pytest-benchmark",), "psutil": ("psutil",),
+}
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _git(*args: str) -> Optional[str]:
+    try:
+        done = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, text=True,
+                              capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def run_id() -> str:
+    """Sortable by time, tied to the commit: 20261122-153000-1a2b3c4."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{_git('rev-parse', '--short', 'HEAD') or 'nogit'}"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_name() -> Optional[str]:
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                              text=True, capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = [n.strip() for n in done.stdout.splitlines() if n.strip()]
+    return ", ".join(names) if done.returncode == 0 and names else None
+
+
+def version(label: str) -> Optional[str]:
+    for dist in PACKAGES[label]:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def machine_label(cores: int) -> str:
+    return f"{cpu_model()} x{cores}"
+
+
+def collect(run: str, argv: Sequence[str], cores: int) -> dict[str, Any]:
+    status = _git("status", "--porcelain")
+    return {
+        "run_id": run,
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": None if status is None else bool(status),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cores_logical": cores,
+        "cores_physical": psutil.cpu_count(logical=False),
+        "memory_bytes": psutil.virtual_memory().total,
+        "gpu": gpu_name(),
+        "versions": {label: version(label) for label in PACKAGES},
+        "machine": machine_label(cores),
+        "argv": list(argv),
+    }
+
+
+def write(run_dir: Path, env: dict[str, Any]) -> Path:
+    return io.write_text(Path(run_dir) / FILENAME, json.dumps(env, indent=2) + "\n")
+
+
+def read(run_dir: Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / FILENAME).read_text())

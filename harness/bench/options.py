@@ -1,0 +1,160 @@
+"""The bench command line, validated into one frozen `SweepOptions`.
+
+Every bad value is a ValueError that names the option and its allowed range;
+the CLI turns it into one line and exit code 2, before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from harness.bench import journal
+from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
+                                QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
+from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
+from harness.registry import WORKLOADS
+from harness.spec import DTYPES
+
+NEWEST = "newest"
+TIMING, LIMITS = Timing(), Limits()
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """What to sweep, how to time it, when to give up, and where results go."""
+
+    grid: Grid
+    timing: Timing
+    limits: Limits
+    out: Path
+    resume: Optional[Path]
+    plugins: tuple[str, ...]
+    only: tuple[str, ...]
+    quick: bool
+    post: bool
+    dry_run: bool
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add bench's options (--plugin, --only, --out and --quick come from the CLI)."""
+    grid = parser.add_argument_group("sweep axes (comma-separated lists)")
+    grid.add_argument("--lengths", metavar="N,..", help="positions (default "
+                      f"{_csv(DEFAULT_LENGTHS)}; --quick {_csv(QUICK_LENGTHS)})")
+    grid.add_argument("--d-models", metavar="D,..", help="even widths (default "
+                      f"{_csv(DEFAULT_D_MODELS)}; --quick {_csv(QUICK_D_MODELS)})")
+    grid.add_argument("--dtypes", metavar="T,..",
+                      help=f"of {_csv(DTYPES)} (default float32,float64; --quick float32)")
+    grid.add_argument("--threads", metavar="N,..", help="thread counts (default 1 and all cores)")
+    grid.add_argument("--workloads", metavar="W,..", help=f"of {_csv(WORKLOADS)} (default all)")
+    grid.add_argument("--batch", type=int, default=2,
+                      help="batch of x for the forward workload (default %(default)s)")
+    grid.add_argument("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS,
+                      help="leave out tables with more elements (length x d_model) than this "
+                      "(default %(default)s)")
+    timing = parser.add_argument_group("timing and limits")
+    timing.add_argument("--max-time", type=float, help="seconds pytest-benchmark spends timing one "
+                        f"cell (default {TIMING.max_time:g}; --quick {QUICK_TIMING.max_time:g})")
+    timing.add_argument("--min-rounds", type=int, help="rounds per cell at least "
+                        f"(default {TIMING.min_rounds}; --quick {QUICK_TIMING.min_rounds})")
+    timing.add_argument("--cell-budget-s", type=float,
+                        help="skip a cell predicted to take longer, in seconds "
+                        f"(default {LIMITS.cell_budget_s:g}; --quick {QUICK_LIMITS.cell_budget_s:g})")
+    timing.add_argument("--timeout-s", type=float, help="kill a cell running longer, in seconds "
+                        f"(default {LIMITS.timeout_s:g}; --quick {QUICK_LIMITS.timeout_s:g})")
+    timing.add_argument("--budget-s", type=float,
+                        help="seconds for the whole sweep; cells that will not fit are skipped")
+    run = parser.add_argument_group("run")
+    run.add_argument("--resume", nargs="?", const=NEWEST, metavar="RUN_DIR",
+                     help="finish an interrupted run (default: the newest under --out)")
+    run.add_argument("--no-post", action="store_true",
+                     help="skip verify, conventions, precision and the report afterwards")
+    run.add_argument("--dry-run", action="store_true", help="print the planned cells and stop")
+
+
+def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
+    """Grid axis -> (item type, test, what is allowed) for its comma-separated option."""
+    return {
+        "lengths": (int, lambda n: n >= 1, "integers >= 1"),
+        "d_models": (int, lambda d: d >= 2 and d % 2 == 0, "even integers >= 2"),
+        "dtypes": (str, lambda t: t in DTYPES, f"names of {_csv(DTYPES)}"),
+        "threads": (int, lambda n: 1 <= n <= cores, f"integers from 1 to {cores} (the cores here)"),
+        "workloads": (str, lambda w: w in WORKLOADS, f"names of {_csv(WORKLOADS)}"),
+    }
+
+
+def parse(args: argparse.Namespace) -> SweepOptions:
+    """Validate everything before anything runs; unset options take the (quick) defaults."""
+    cores = os.cpu_count() or 1
+    base = default_grid(cores, quick=args.quick)
+    timing0, limits0 = (QUICK_TIMING, QUICK_LIMITS) if args.quick else (TIMING, LIMITS)
+
+    def given(name: str, default: object):
+        value = getattr(args, name)
+        return getattr(default, name) if value is None else value
+
+    axes = {name: _list(getattr(args, name), "--" + name.replace("_", "-"), *rule)
+            or getattr(base, name) for name, rule in _axis_rules(cores).items()}
+    grid = Grid(**axes, batch=_at_least(args.batch, "--batch", 1),
+                max_elements=_at_least(args.max_elements, "--max-elements", 1))
+    timing = Timing(max_time=_positive(given("max_time", timing0), "--max-time"),
+                    min_rounds=_at_least(given("min_rounds", timing0), "--min-rounds", 1))
+    budget_s = None if args.budget_s is None else _positive(args.budget_s, "--budget-s")
+    limits = Limits(cell_budget_s=_positive(given("cell_budget_s", limits0), "--cell-budget-s"),
+                    timeout_s=_positive(given("timeout_s", limits0), "--timeout-s"),
+                    budget_s=budget_s)
+    out = Path(args.out)
+    return SweepOptions(grid, timing, limits, out, _resume_dir(args.resume, out),
+                        tuple(args.plugin), tuple(args.only), args.quick, not args.no_post,
+                        args.dry_run)
+
+
+def _csv(values: tuple) -> str:
+    return ",".join(map(str, values))
+
+
+def _list(text: Optional[str], option: str, kind: Callable, ok: Callable, allowed: str) -> tuple:
+    """'64,256' -> (64, 256); empty when the option was not given."""
+    if text is None:
+        return ()
+    values = []
+    for item in text.split(","):
+        try:
+            value = kind(item.strip())
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise ValueError(f"{option} takes a comma-separated list of {allowed}; "
+                             f"got {item.strip()!r}")
+        values.append(value)
+    return tuple(dict.fromkeys(values))
+
+
+def _at_least(value: int, option: str, low: int) -> int:
+    if value < low:
+        raise ValueError(f"{option} must be an integer >= {low}, got {value}")
+    return value
+
+
+def _positive(value: float, option: str) -> float:
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{option} must be a finite number of seconds > 0, got {value}")
+    return value
+
+
+def _resume_dir(value: Optional[str], out: Path) -> Optional[Path]:
+    """The run directory to finish: given, or the newest under --out with a journal."""
+    if value is None:
+        return None
+    if value == NEWEST:
+        runs = sorted(p.parent for p in out.glob(f"*/{journal.FILENAME}"))
+        if not runs:
+            raise ValueError(f"--resume: no run directory with {journal.FILENAME} under {out}")
+        return runs[-1]
+    path = Path(value)
+    if not (path / journal.FILENAME).is_file():
+        raise ValueError(f"--resume: {path} is not a bench run directory (no {journal.FILENAME})")
+    return path

@@ -1,0 +1,60 @@
+"""One line per finished cell, with elapsed time and an ETA for the rest of the sweep.
+
+The ETA is the mean wall time per cell so far (worker start-ups included)
+times the cells left: crude, but it never needs a prediction the cell itself
+has not made yet, and it settles as the sweep goes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+NOISY_IQR = 0.10     # DESIGN.md: warn when IQR/median > 10%
+
+
+def duration(seconds: float) -> str:
+    """12s, 3m05s, 1h02m."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def per_call(seconds: float) -> str:
+    """A call's time in the unit that reads best: 45.6 us, 1.23 ms, 1.2 s."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+class Progress:
+    """Counts finished cells against the total and formats their lines."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.started = time.monotonic()
+
+    def line(self, row: dict[str, Any]) -> str:
+        """Count `row` as finished and describe it."""
+        self.done += 1
+        elapsed = time.monotonic() - self.started
+        eta = elapsed / self.done * max(self.total - self.done, 0)
+        width = len(str(self.total))
+        what = (f"[{self.done:>{width}}/{self.total}] {row['impl']:<24} {row['workload']:<7} "
+                f"{row['length']:>6}x{row['d_model']:<5} {row['dtype']:<8} {row['threads']}t")
+        return f"{what}  {_result(row):<34} {duration(elapsed)} elapsed, ETA {duration(eta)}"
+
+
+def _result(row: dict[str, Any]) -> str:
+    if row["status"] != "ok":
+        reason = row["reason"] if len(row["reason"]) <= 60 else row["reason"][:57] + "..."
+        return f"{row['status']}: {reason}"
+    median, iqr = row["median_s"], row["iqr_s"]
+    noisy = " noisy" if median > 0 and not math.isnan(iqr) and iqr / median > NOISY_IQR else ""
+    return f"ok {per_call(median)} (IQR {iqr / median:.0%}){noisy}" if median > 0 else "ok"

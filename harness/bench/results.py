@@ -1,0 +1,44 @@
+"""From journal rows to the tidy `bench.csv`: one row per cell, derived columns added.
+
+`gbps` is output bytes per second of the median call. `roof_s` is the fastest
+roof (allocate-and-fill, or bare x + pe) for the same output in the same run:
+same workload, shape, dtype, threads, device and batch; `roof_ratio` =
+median_s / roof_s, so 1 means "as fast as writing the memory".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from harness import io
+
+FILENAME = "bench.csv"
+ROOF_KEYS = ["workload", "length", "d_model", "dtype", "threads", "device", "batch"]
+COLUMNS = [
+    "run_id", "machine", "impl", "backend", "device", "workload", "convention", "length",
+    "d_model", "dtype", "threads", "batch", "median_s", "iqr_s", "min_s", "mean_s", "stddev_s",
+    "rounds", "build_s", "first_call_s", "peak_bytes", "peak_method", "bytes_out", "gbps",
+    "roof_s", "roof_ratio", "status", "reason", "thread_settings", "is_roof", "key",
+]
+
+
+def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFrame:
+    """The bench.csv table; a cell recorded twice keeps its last row."""
+    if not rows:
+        return pd.DataFrame(columns=COLUMNS)
+    df = pd.DataFrame(list(rows)).drop_duplicates("key", keep="last").reset_index(drop=True)
+    df["run_id"], df["machine"] = run_id, machine
+    df["gbps"] = df["bytes_out"] / df["median_s"] / 1e9
+    ok_roofs = df[df["is_roof"].astype(bool) & (df["status"] == "ok")]
+    roof_s = ok_roofs.groupby(ROOF_KEYS)["median_s"].min().rename("roof_s").reset_index()
+    df = df.merge(roof_s, how="left", on=ROOF_KEYS)
+    df["roof_ratio"] = df["median_s"] / df["roof_s"]
+    return df[COLUMNS]
+
+
+def write(run_dir: Path, rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> Path:
+    """Rewrite bench.csv atomically from every row so far."""
+    return io.write_csv(Path(run_dir) / FILENAME, tidy(rows, run_id, machine))

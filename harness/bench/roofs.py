@@ -1,0 +1,104 @@
+"""The memory roof: the cheapest possible way to produce each cell's output, timed alongside.
+
+No table builder can beat allocating its output and writing every element once,
+so every `table` cell is also timed as `empty + fill` of the same shape and
+dtype, and every `forward` cell as the bare `x + pe` of the same arrays (the
+table already built). Roofs live in their own registry: they are bench's
+yardstick, not implementations users choose between, and never run in verify.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from harness.registry import Implementation, Registry
+from harness.spec import Spec
+from harness.supports import Supports
+
+ROOFS = Registry()
+NUMPY_DTYPES = Supports(dtypes=("float16", "float32", "float64"))
+TORCH_DTYPES = Supports(dtypes=("float16", "bfloat16", "float32", "float64"))
+
+
+def _cuda_check():
+    import torch
+
+    return None if torch.cuda.is_available() else "no CUDA device visible to torch"
+
+
+@ROOFS.register(name="roof-numpy-fill", backend="numpy", supports=NUMPY_DTYPES)
+def numpy_fill(spec: Spec):
+    """np.empty + fill: allocate the table and write each element once."""
+    shape, dtype = (spec.length, spec.d_model), np.dtype(spec.dtype)
+
+    def fill():
+        out = np.empty(shape, dtype)
+        out.fill(1.0)
+        return out
+
+    return fill
+
+
+@ROOFS.register(name="roof-numpy-add", backend="numpy", workload="forward", supports=NUMPY_DTYPES)
+def numpy_add(spec: Spec, x: np.ndarray):
+    """x + pe with pe already built: what any forward implementation must at least do."""
+    pe = np.ones((spec.length, spec.d_model), x.dtype)
+    return lambda: x + pe
+
+
+def _torch_fill(device: str):
+    def build(spec: Spec):
+        import torch
+
+        dtype, shape = getattr(torch, spec.dtype), (spec.length, spec.d_model)
+
+        def fill():
+            out = torch.empty(shape, dtype=dtype, device=device).fill_(1.0)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            return out
+
+        return fill
+
+    build.__doc__ = f"torch.empty(..., device={device!r}).fill_(1.0)"
+    return build
+
+
+def _torch_add(device: str):
+    def build(spec: Spec, x: np.ndarray):
+        import torch
+
+        xt = torch.from_numpy(x).to(device=device, dtype=getattr(torch, spec.dtype))
+        pe = torch.ones((spec.length, spec.d_model), dtype=xt.dtype, device=device)
+
+        def add():
+            with torch.no_grad():
+                out = xt + pe
+            if device == "cuda":
+                torch.cuda.synchronize()
+            return out
+
+        return add
+
+    build.__doc__ = f"x + pe as torch tensors on {device!r}, pe already built"
+    return build
+
+
+def _register_torch_roofs() -> None:
+    for device, check in (("cpu", None), ("cuda", _cuda_check)):
+        suffix = "" if device == "cpu" else "-cuda"
+        ROOFS.register(name=f"roof-torch{suffix}-fill", backend="torch", device=device,
+                       supports=TORCH_DTYPES, check=check)(_torch_fill(device))
+        ROOFS.register(name=f"roof-torch{suffix}-add", backend="torch", device=device,
+                       workload="forward", supports=TORCH_DTYPES, check=check)(_torch_add(device))
+
+
+_register_torch_roofs()
+
+
+def roofs_for(workload: str, device: str) -> Iterable[Implementation]:
+    """The available roofs that can stand beside cells of this workload on this device."""
+    return [r for r in ROOFS.all() if r.workload == workload and r.device == device
+            and r.available]

@@ -1,0 +1,78 @@
+"""Frozen settings shared by the parent and its workers, and the worker's config file.
+
+The parent decides everything (cells, timing options, limits) and hands it to
+each worker process as one JSON file; the worker never reads the command line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Optional
+
+from harness import io
+from harness.bench.cells import Cell
+
+
+@dataclass(frozen=True)
+class Timing:
+    """pytest-benchmark's own options for every cell (its calibration decides the rest).
+
+    The defaults are the default sweep's; QUICK_TIMING is --quick's.
+    """
+
+    max_time: float = 0.1
+    min_rounds: int = 5
+
+    def pytest_args(self) -> list[str]:
+        return ["--benchmark-max-time", repr(self.max_time),
+                "--benchmark-min-rounds", str(self.min_rounds)]
+
+    def cell_seconds(self, call_s: float) -> float:
+        """Wall time of a cell whose call takes `call_s`: rounds for max_time (at least
+        min_rounds), plus the untimed first call, the peak-memory call, pytest-benchmark's
+        calibration call and its final call."""
+        return max(self.max_time, self.min_rounds * call_s) + 4 * call_s
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When to give up on a cell: predicted over budget (skip) or running too long (kill)."""
+
+    cell_budget_s: float = 10.0
+    timeout_s: float = 120.0
+    budget_s: Optional[float] = None        # the whole sweep, as given on the command line
+    deadline: Optional[float] = None        # time.time() when budget_s runs out
+
+
+#: --quick: shorter timing, and a tighter budget so slow cells are skipped sooner.
+QUICK_TIMING = Timing(max_time=0.05, min_rounds=3)
+QUICK_LIMITS = Limits(cell_budget_s=3.0, timeout_s=30.0)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Everything one worker process needs: its group, its cells and where to write."""
+
+    backend: str
+    threads: int
+    plugins: tuple[str, ...]
+    cells: tuple[Cell, ...]
+    run_dir: str
+    heartbeat: str
+    timing: Timing
+    limits: Limits
+
+    def save(self, path: Path) -> Path:
+        data = {**asdict(self), "cells": [c.as_dict() for c in self.cells]}
+        return io.write_text(path, json.dumps(data, indent=1))
+
+    @classmethod
+    def load(cls, path: Path) -> "WorkerConfig":
+        data = json.loads(Path(path).read_text())
+        return cls(backend=data["backend"], threads=data["threads"],
+                   plugins=tuple(data["plugins"]),
+                   cells=tuple(Cell.from_dict(c) for c in data["cells"]),
+                   run_dir=data["run_dir"], heartbeat=data["heartbeat"],
+                   timing=Timing(**data["timing"]), limits=Limits(**data["limits"]))

@@ -1,0 +1,194 @@
+"""Run one group of cells in a worker process and survive whatever the implementations do.
+
+The worker is `python -m pytest suite.py -p harness.bench.worker` in a new
+session (its own process group, so it can be killed whole and a Ctrl-C at the
+terminal reaches only the parent). The parent polls three files: the journal
+(finished cells), the heartbeat (the cell now running, since when) and the
+exit status. A cell past its timeout gets the worker killed and a `timeout`
+row; a worker that dies mid-cell (segfault, os._exit) leaves an `error` row.
+Either way a fresh worker takes the remaining cells.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import harness
+from harness import io
+from harness.bench import journal
+from harness.bench.cells import Cell, Outcome, row
+from harness.bench.settings import Limits, Timing, WorkerConfig
+from harness.bench.threads import thread_env
+from harness.bench.worker import CONFIG_ENV
+
+POLL_S = 0.2
+IDLE_S = 120.0          # longest a worker may run no cell: importing a backend, loading plugins
+ROOT = Path(harness.__file__).resolve().parent.parent
+SUITE = Path(__file__).with_name("suite.py")
+
+
+@dataclass(frozen=True)
+class Group:
+    """The cells one worker process runs: one backend at one thread count."""
+
+    backend: str
+    threads: int
+    cells: tuple[Cell, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend}-{self.threads}t"
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def unique_path(folder: Path, stem: str, suffix: str) -> Path:
+    """folder/stem.suffix, or stem.2.suffix ... when a resumed run already has it."""
+    path, n = folder / f"{stem}{suffix}", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stem}.{n}{suffix}"
+    return path
+
+
+class Supervisor:
+    """Runs groups in worker processes; every row (theirs and its own) goes to `on_row`."""
+
+    def __init__(self, run_dir: Path, plugins: Sequence[str], timing: Timing, limits: Limits,
+                 on_row: Callable[[dict[str, Any]], None]) -> None:
+        self.run_dir = Path(run_dir)
+        self.plugins = tuple(plugins)
+        self.timing, self.limits, self.on_row = timing, limits, on_row
+        self.journal = self.run_dir / journal.FILENAME
+        self.reader = journal.JournalReader(self.journal)
+        self.reader.poll()            # rows from before (--resume) are not news
+        for folder in ("raw", "logs", "work"):
+            (self.run_dir / folder).mkdir(parents=True, exist_ok=True)
+        # the project's pytest settings (addopts = --benchmark-disable, ...) must not reach workers
+        self.ini = io.write_text(self.run_dir / "work" / "pytest.ini", "[pytest]\n")
+
+    def run(self, group: Group) -> None:
+        """Every cell of `group` ends with a row, whatever happens to the workers."""
+        pending = list(group.cells)
+        while pending:
+            done = self._attempt(group, pending)
+            if not done:
+                log = self.run_dir / "logs" / f"{group.name}.log"
+                self.settle(pending, Outcome("error", f"worker process made no progress; see {log}"))
+                return
+            pending = [c for c in pending if c.key not in done]
+
+    def close(self) -> None:
+        """Remove the workers' config and heartbeat files once every group has finished."""
+        shutil.rmtree(self.run_dir / "work", ignore_errors=True)
+
+    def settle(self, cells: Sequence[Cell], outcome: Outcome) -> None:
+        """Give `cells` the same outcome without running them (a budget used up, a dead worker)."""
+        for cell in cells:
+            self.record(cell, outcome)
+        self._drain(set())
+
+    def record(self, cell: Cell, outcome: Outcome) -> None:
+        """A row written by the parent (the worker is not running)."""
+        journal.append(self.journal, row(cell, outcome))
+
+    def _attempt(self, group: Group, pending: list[Cell]) -> set[str]:
+        """One worker process over `pending`; returns the keys it (or its death) settled."""
+        work = self.run_dir / "work"
+        stem = unique_path(work, group.name, ".json").stem
+        config = WorkerConfig(group.backend, group.threads, self.plugins, tuple(pending),
+                              str(self.run_dir), str(work / f"{stem}.heartbeat"),
+                              self.timing, self.limits)
+        argv, env = self._command(group, config.save(work / f"{stem}.json"))
+        with open(self.run_dir / "logs" / f"{group.name}.log", "a") as log:
+            log.write(f"\n$ {' '.join(argv)}\n")
+            log.flush()
+            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                return self._watch(proc, Path(config.heartbeat), {c.key: c for c in pending})
+            finally:
+                _kill(proc)
+
+    def _command(self, group: Group, config: Path) -> tuple[list[str], dict[str, str]]:
+        """pytest on the static suite with its own empty config, no conftest and only the plugins
+        it needs, JSON into raw/; threads pinned through the environment."""
+        argv = [sys.executable, "-m", "pytest", str(SUITE), "-q", "-c", str(self.ini),
+                "--rootdir", str(ROOT), "--noconftest", "-p", "harness.bench.worker",
+                "-p", "pytest_benchmark.plugin", "-p", "no:cacheprovider", "--benchmark-json",
+                str(unique_path(self.run_dir / "raw", group.name, ".json")),
+                *self.timing.pytest_args()]
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, **thread_env(group.threads), CONFIG_ENV: str(config),
+               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": path}
+        return argv, env
+
+    def _watch(self, proc: subprocess.Popen, heartbeat: Path, cells: dict[str, Cell]) -> set[str]:
+        """Follow the worker until it exits, overruns a cell, or hangs outside any cell."""
+        done: set[str] = set()
+        idle_since = time.time()
+        while True:
+            exited = proc.poll() is not None
+            self._drain(done)
+            beat = _read_heartbeat(heartbeat)
+            key = beat["key"] if beat else None
+            running = key if key in cells and key not in done else None
+            if exited:
+                if running:
+                    self.record(cells[running], Outcome(
+                        "error", f"worker process died during this cell "
+                                 f"({describe_exit(proc.returncode)})"))
+                break
+            now = time.time()
+            if running is None and now - idle_since > max(IDLE_S, self.limits.timeout_s):
+                _kill(proc)          # stuck starting up, between cells or on its way out
+                break
+            if running is not None:
+                idle_since = now
+                if now - beat["time"] > self.limits.timeout_s:
+                    _kill(proc)
+                    self.record(cells[running], Outcome(
+                        "timeout", f"no result within --timeout-s {self.limits.timeout_s:g}; "
+                                   "worker killed"))
+                    break
+            time.sleep(POLL_S)
+        self._drain(done)
+        return done
+
+    def _drain(self, done: set[str]) -> None:
+        for new in self.reader.poll():
+            done.add(new["key"])
+            self.on_row(new)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the worker's whole process group (it is its own session), if still running."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:   # it exited just now
+            pass
+        proc.wait()
+
+
+def _read_heartbeat(path: Path) -> Optional[dict[str, Any]]:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None

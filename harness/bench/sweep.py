@@ -1,0 +1,121 @@
+"""Run a sweep: plan the cells, group them by (backend, threads), run each group, keep results on disk.
+
+Groups run one after another, 1-thread groups first, so a thread pool never
+competes with another and an all-core cell can be predicted from its 1-thread
+sibling. Every row lands in the journal at once; bench.csv is rewritten from
+it every few seconds, after each group and on the way out (Ctrl-C included).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from itertools import groupby
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from harness.bench import env, journal, results
+from harness.bench.cells import Cell, Outcome, row
+from harness.bench.grid import Plan, plan
+from harness.bench.options import SweepOptions
+from harness.bench.progress import Progress
+from harness.bench.supervisor import Group, Supervisor
+from harness.registry import Implementation
+
+CSV_EVERY_S = 5.0
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """A run directory and what it is called in every row."""
+
+    path: Path
+    run_id: str
+    machine: str
+
+
+def groups(cells: Iterable[Cell]) -> list[Group]:
+    """(threads, backend) groups; within one, each implementation's cells smallest first."""
+    by_group = sorted(cells, key=lambda c: (c.threads, c.backend, c.impl, c.workload, c.device,
+                                            c.dtype, c.elements, c.length))
+    return [Group(backend, threads, tuple(members))
+            for (threads, backend), members in groupby(by_group, key=lambda c: (c.threads, c.backend))]
+
+
+def open_run(opts: SweepOptions, argv: Sequence[str], cores: int) -> RunDir:
+    """A new run directory with its env.json, or the one --resume names."""
+    if opts.resume is not None:
+        recorded = env.read(opts.resume)
+        return RunDir(opts.resume, recorded["run_id"], recorded["machine"])
+    run_id = env.run_id()
+    path = opts.out / run_id
+    path.mkdir(parents=True, exist_ok=False)
+    environment = env.collect(run_id, argv, cores)
+    env.write(path, environment)
+    return RunDir(path, run_id, environment["machine"])
+
+
+class _Csv:
+    """bench.csv, rebuilt from the journal at most every CSV_EVERY_S (and when forced).
+
+    The journal, not the rows this process has seen, is the source: a worker killed
+    by Ctrl-C may have written a row the parent had not read yet.
+    """
+
+    def __init__(self, run: RunDir) -> None:
+        self.run, self.written = run, 0.0
+
+    def write(self, force: bool = False) -> None:
+        if force or time.monotonic() - self.written > CSV_EVERY_S:
+            rows = journal.read_all(self.run.path / journal.FILENAME)
+            results.write(self.run.path, rows, self.run.run_id, self.run.machine)
+            self.written = time.monotonic()
+
+
+def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) -> list[dict[str, Any]]:
+    """Time every planned cell not already in the run's journal; returns every row of the run."""
+    cells = plan(impls, opts.grid)
+    path = run_dir.path / journal.FILENAME
+    done = {r["key"] for r in journal.read_all(path)}
+    for cell, reason in cells.unsupported:
+        if cell.key not in done:
+            journal.append(path, row(cell, Outcome("skip", reason)))
+    todo = groups(c for c in cells.cells if c.key not in done)
+    print(f"bench: run {run_dir.run_id} in {run_dir.path}"
+          + (f" (resumed: {len(done)} cells already done)" if done else ""))
+    print("\n".join(describe(cells, todo)), flush=True)
+    csv = _Csv(run_dir)
+    progress = Progress(sum(len(g.cells) for g in todo))
+
+    def on_row(new: dict[str, Any]) -> None:
+        print(progress.line(new), flush=True)
+        csv.write()
+
+    limits = opts.limits
+    if limits.budget_s is not None:
+        limits = replace(limits, deadline=time.time() + limits.budget_s)
+    supervisor = Supervisor(run_dir.path, opts.plugins, opts.timing, limits, on_row)
+    try:
+        for group in todo:
+            if limits.deadline is not None and time.time() >= limits.deadline:
+                used_up = f"sweep budget --budget-s {limits.budget_s:g} used up"
+                supervisor.settle(group.cells, Outcome("skip", used_up))
+            else:
+                supervisor.run(group)
+            csv.write(force=True)
+        supervisor.close()
+    finally:
+        csv.write(force=True)
+    return journal.read_all(path)
+
+
+def describe(cells: Plan, todo: list[Group]) -> list[str]:
+    """What a sweep is about to do, for the terminal (and --dry-run)."""
+    plural = "s" if len(todo) != 1 else ""
+    lines = [f"  {sum(len(g.cells) for g in todo)} cells to time in {len(todo)} worker group{plural}: "
+             + ", ".join(f"{g.name} {len(g.cells)}" for g in todo)]
+    if cells.unsupported:
+        lines.append(f"  {len(cells.unsupported)} cells not supported by their implementation "
+                     "(recorded as 'skip')")
+    lines += [f"  not available here: {name} ({why})" for name, why in cells.unavailable.items()]
+    return lines

@@ -1,0 +1,86 @@
+"""The pytest plugin of a worker process (`-p harness.bench.worker`): one test per cell.
+
+At `pytest_configure`, before any test module or implementation is imported,
+it reads the config file named by $PE_HARNESS_BENCH_CONFIG and pins the
+threads of its backend. It parametrizes `suite.test_cell` with the config's
+cells and gives each test a `bench_worker` that announces the cell in the
+heartbeat file (so the parent can kill it past its timeout), applies the
+budget, measures, and appends the row to the journal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import implementations, io
+from harness.bench import budget, journal, threads
+from harness.bench.cells import Cell, Outcome, row
+from harness.bench.measure import error_reason, measure
+from harness.bench.roofs import ROOFS
+from harness.bench.settings import WorkerConfig
+from harness.registry import REGISTRY, Implementation
+
+CONFIG_ENV = "PE_HARNESS_BENCH_CONFIG"
+WORKER = pytest.StashKey["Worker"]()
+
+
+class Worker:
+    """This process's group: its config, the pinned threads and the rows so far (for budgets)."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.thread_settings = threads.pin(config.backend, config.threads)
+        implementations(config.plugins)       # built-ins and plugins into the registry
+        self.journal = Path(config.run_dir) / journal.FILENAME
+        self.history = journal.read_all(self.journal)
+
+    def run(self, cell: Cell, benchmark: Any) -> None:
+        """Announce, maybe skip, measure and record one cell."""
+        io.write_text(Path(self.config.heartbeat),
+                      json.dumps({"key": cell.key, "time": time.time(), "pid": os.getpid()}))
+        reason = budget.skip_reason(cell, self.history, self.config.timing, self.config.limits)
+        if reason:
+            self._record(cell, Outcome("skip", reason, thread_settings=self.thread_settings))
+            pytest.skip(reason)
+        try:
+            impl = self._implementation(cell)
+        except KeyError as exc:
+            outcome = Outcome("error", error_reason("lookup", exc),
+                              thread_settings=self.thread_settings)
+        else:
+            outcome = measure(impl, cell, benchmark, self.thread_settings)
+        self._record(cell, outcome)
+        if outcome.status == "error":
+            pytest.fail(outcome.reason, pytrace=False)
+
+    @staticmethod
+    def _implementation(cell: Cell) -> Implementation:
+        return (ROOFS if cell.is_roof else REGISTRY).get(cell.impl)
+
+    def _record(self, cell: Cell, outcome: Outcome) -> None:
+        line = row(cell, outcome)
+        journal.append(self.journal, line)
+        self.history.append(line)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = os.environ.get(CONFIG_ENV)
+    if path:
+        config.stash[WORKER] = Worker(WorkerConfig.load(Path(path)))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cell" in metafunc.fixturenames and WORKER in metafunc.config.stash:
+        cells = metafunc.config.stash[WORKER].config.cells
+        metafunc.parametrize("cell", cells, ids=[c.key for c in cells])
+
+
+@pytest.fixture
+def bench_worker(request: pytest.FixtureRequest) -> Worker:
+    return request.config.stash[WORKER]

@@ -1,0 +1,48 @@
+"""Implementations of known cost for bench's tests: they busy-wait on perf_counter (not sleep),
+so the time is spent on a CPU like real work, and pytest-benchmark must report it."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from harness import Spec, register
+
+
+def busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def costing(seconds: float, first_extra: float = 0.0):
+    """A factory whose table costs `seconds` per call, plus `first_extra` on the first call."""
+
+    def build(spec: Spec):
+        calls = []
+
+        def table():
+            busy(seconds + (0.0 if calls else first_extra))
+            calls.append(None)
+            return np.zeros((spec.length, spec.d_model), spec.dtype)
+
+        return table
+
+    return build
+
+
+register(name="bt-2ms", backend="numpy")(costing(0.002))
+register(name="bt-20ms", backend="numpy")(costing(0.020))
+register(name="bt-first-300ms", backend="numpy")(costing(0.002, first_extra=0.300))
+
+
+@register(name="bt-scaled", backend="numpy")
+def build_scaled(spec: Spec):
+    """1 us per element; logs "LENGTHxD_MODEL" to $BT_BUILD_LOG on every build (which cells ran)."""
+    log = os.environ.get("BT_BUILD_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{spec.length}x{spec.d_model}\n")
+    return costing(1e-6 * spec.length * spec.d_model)(spec)

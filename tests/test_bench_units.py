@@ -1,0 +1,157 @@
+"""bench's pure parts, without processes: planning, budgets, the journal, the tidy table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from harness.bench import budget, journal, results
+from harness.bench.cells import Cell, Outcome, choose_convention, row
+from harness.bench.grid import Grid, choose, plan
+from harness.bench.settings import Limits, Timing
+from harness.bench.supervisor import describe_exit
+from harness.registry import Registry
+from harness.supports import Supports
+
+TIMING = Timing(max_time=0.1, min_rounds=5)
+
+
+def cell(length: int = 64, d_model: int = 64, impl: str = "a", threads: int = 1,
+         is_roof: bool = False, workload: str = "table") -> Cell:
+    return Cell(impl, "numpy", "cpu", workload, "paper", length, d_model, "float32", threads,
+                is_roof=is_roof)
+
+
+def ok(c: Cell, median_s: float) -> dict:
+    return row(c, Outcome("ok", median_s=median_s, iqr_s=median_s / 100))
+
+
+def registry() -> Registry:
+    reg = Registry()
+    table = lambda spec: (lambda: np.zeros((spec.length, spec.d_model)))  # noqa: E731
+    reg.register(name="fast", backend="numpy")(table)
+    reg.register(name="loops", backend="python")(table)
+    reg.register(name="lib-fairseq", backend="numpy")(table)
+    reg.register(name="concat-only", backend="numpy",
+                 supports=Supports(layouts=("concat",), freq_shifts=(1,)))(table)
+    reg.register(name="f64-only", backend="numpy", supports=Supports(dtypes=("float64",)))(table)
+    reg.register(name="gone", backend="numpy", check=lambda: "no such device")(table)
+    return reg
+
+
+# -- planning -------------------------------------------------------------------
+
+def test_library_conventions_are_timed_only_when_asked_for():
+    impls = registry().all()
+    assert "lib-fairseq" not in [i.name for i in choose(impls, ())]
+    assert [i.name for i in choose(impls, ("lib-*",))] == ["lib-fairseq"]
+
+
+def test_plan_caps_sizes_pins_python_to_one_thread_and_explains_the_rest():
+    grid = Grid(lengths=(64, 4096), d_models=(64, 1024), dtypes=("float32",), threads=(1, 2),
+                workloads=("table",), max_elements=4096 * 64)
+    cells = plan(registry().all(), grid)
+    fast = [c for c in cells.cells if c.impl == "fast"]
+    assert {(c.length, c.d_model) for c in fast} == {(64, 64), (64, 1024), (4096, 64)}
+    assert {c.threads for c in fast} == {1, 2}
+    assert {c.threads for c in cells.cells if c.impl == "loops"} == {1}
+    assert {c.convention for c in cells.cells if c.impl == "concat-only"} == {"t2t"}
+    assert {c.impl for c, _ in cells.unsupported} == {"f64-only"}
+    assert all("float32 not supported" in why for _, why in cells.unsupported)
+    assert cells.unavailable == {"gone": "no such device"}
+    roofs = [c for c in cells.cells if c.is_roof]
+    assert {c.impl for c in roofs} == {"roof-numpy-fill"}
+    assert len(roofs) == 3 * 2          # one per (shape, threads) the implementations produce
+
+
+def test_cell_key_is_stable_and_round_trips():
+    c = cell(length=4096, d_model=64)
+    assert c.key == "a:table:cpu:4096x64:float32:1t"
+    assert Cell.from_dict(c.as_dict()) == c
+    assert c.bytes_out == 4096 * 64 * 4
+
+
+def test_choose_convention_reports_why_nothing_fits():
+    impl = registry().get("f64-only")
+    assert choose_convention(impl, 8, 8, "float64") == ("paper", "")
+    convention, why = choose_convention(impl, 8, 8, "float32")
+    assert convention is None and "float32" in why
+
+
+# -- budgets ----------------------------------------------------------------------
+
+def test_prediction_is_affine_through_the_two_largest_smaller_cells():
+    history = [ok(cell(64, 64), 1.1e-3), ok(cell(64, 128), 2.0e-3), ok(cell(128, 128), 4.0e-3)]
+    guess = budget.predict(cell(1024, 128), history, TIMING)
+    slope = (4.0e-3 - 2.0e-3) / (128 * 128 - 64 * 128)
+    assert guess.call_s == pytest.approx(4.0e-3 + slope * (1024 - 128) * 128)
+    assert "128x128" in guess.basis
+    assert guess.cell_s == pytest.approx(TIMING.cell_seconds(guess.call_s))
+
+
+def test_prediction_with_one_cell_is_proportional_and_ignores_other_implementations():
+    history = [ok(cell(64, 64), 1e-3), ok(cell(64, 64, impl="b"), 1.0)]
+    assert budget.predict(cell(128, 64), history, TIMING).call_s == pytest.approx(2e-3)
+    assert budget.predict(cell(128, 64, impl="c"), history, TIMING) is None
+
+
+def test_skip_reasons_name_the_budget_that_is_exceeded():
+    limits = Limits(cell_budget_s=1.0, timeout_s=100.0)
+    history = [ok(cell(64, 64), 1e-3), ok(cell(128, 64), 2e-3)]
+    assert budget.skip_reason(cell(256, 64), history, TIMING, limits) is None
+    why = budget.skip_reason(cell(4096, 1024), history, TIMING, limits)
+    assert why.startswith("predicted") and "--cell-budget-s 1" in why
+
+    timed_out = [row(cell(64, 64), Outcome("timeout", "killed"))]
+    assert "timed out" in budget.skip_reason(cell(128, 64), timed_out, TIMING, limits)
+
+    late = Limits(budget_s=60.0, deadline=1000.0)
+    assert "--budget-s 60" in budget.skip_reason(cell(128, 64), history, TIMING, late, now=999.99)
+    assert budget.skip_reason(cell(128, 64), history, TIMING, late, now=900.0) is None
+
+
+# -- journal and table ------------------------------------------------------------
+
+def test_journal_reader_returns_only_new_complete_lines(tmp_path):
+    path = tmp_path / journal.FILENAME
+    reader = journal.JournalReader(path)
+    assert reader.poll() == []
+    journal.append(path, ok(cell(), 1e-3))
+    with open(path, "a") as f:
+        f.write('{"key": "torn')            # a line still being written
+    first = reader.poll()
+    assert [r["key"] for r in first] == [cell().key] and math.isnan(first[0]["first_call_s"])
+    with open(path, "a") as f:
+        f.write('"}\n')
+    assert [r["key"] for r in reader.poll()] == ["torn"]
+    assert reader.poll() == []
+
+
+def test_tidy_adds_gbps_and_the_fastest_roof_of_the_same_output():
+    rows = [ok(cell(64, 64), 4e-6),
+            ok(cell(64, 64, impl="roof-slow", is_roof=True), 2e-6),
+            ok(cell(64, 64, impl="roof-fast", is_roof=True), 1e-6),
+            ok(cell(64, 64, threads=2), 3e-6),                        # no roof at 2 threads
+            row(cell(128, 64), Outcome("error", "boom")),
+            ok(cell(128, 64), 8e-6)]                                  # recorded again: last wins
+    df = results.tidy(rows, "run", "machine").set_index("key")
+    assert list(df.columns) == results.COLUMNS[:-1]
+    one = df.loc[cell(64, 64).key]
+    assert one["roof_s"] == 1e-6 and one["roof_ratio"] == pytest.approx(4.0)
+    assert one["gbps"] == pytest.approx(64 * 64 * 4 / 4e-6 / 1e9)
+    assert df.loc[cell(64, 64, impl="roof-slow", is_roof=True).key, "roof_ratio"] == pytest.approx(2)
+    assert math.isnan(df.loc[cell(64, 64, threads=2).key, "roof_ratio"])
+    assert df.loc[cell(128, 64).key, "status"] == "ok" and len(df) == 5
+    assert (df["run_id"] == "run").all()
+
+
+def test_exit_descriptions_name_the_signal():
+    assert describe_exit(-11) == "killed by signal SIGSEGV"
+    assert describe_exit(3) == "exited with code 3"
+
+
+def test_outcome_refuses_an_unknown_status():
+    with pytest.raises(ValueError, match="status must be one of"):
+        Outcome("fine")
