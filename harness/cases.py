@@ -24,6 +24,8 @@ _CONVENTIONS: list[dict] = [
     dict(layout="concat", freq_shift=1, offset=2, base=1000.0),
     dict(cos_first=True),
     dict(cos_first=True, layout="concat", freq_shift=1),
+    dict(cos_first=True, layout="concat"),
+    dict(layout="concat", freq_shift=1, offset=2),
     dict(d_model=33, odd="pad", layout="concat", freq_shift=1),
     dict(d_model=33, odd="pad"),
     dict(d_model=33, odd="extend"),

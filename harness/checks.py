@@ -168,8 +168,8 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
     return verdict("pass", "", comparison, seconds)
 
 
-def forward_input(spec: Spec) -> np.ndarray:
+def forward_input(spec: Spec, batch: int = FORWARD_BATCH) -> np.ndarray:
     """Deterministic x of shape [batch, length, d_model] for the forward workload."""
     rng = np.random.default_rng(1234)
-    x = rng.standard_normal((FORWARD_BATCH, spec.length, spec.d_model))
+    x = rng.standard_normal((batch, spec.length, spec.d_model))
     return x.astype(spec.dtype if spec.dtype != "bfloat16" else "float32")

@@ -6,6 +6,7 @@ backend makes its implementations unavailable, not the package unimportable.
 """
 
 from impls import (  # noqa: F401  (imported to register)
+    library_conventions,
     numba_impls,
     numpy_impls,
     python_impls,

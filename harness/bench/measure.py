@@ -25,11 +25,6 @@ from harness.spec import Spec
 MAX_REASON = 300
 
 
-def forward_x(spec: Spec, batch: int) -> np.ndarray:
-    """verify's deterministic forward input, repeated to `batch` rows: [batch, length, d_model]."""
-    return np.resize(forward_input(spec), (batch, spec.length, spec.d_model))
-
-
 def error_reason(stage: str, exc: BaseException) -> str:
     """One line for the CSV: where it failed and the exception's message."""
     text = f"{stage}: {type(exc).__name__}: {exc}".replace("\n", " ")
@@ -41,7 +36,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
     stage = "build"
     try:
         spec = cell.spec()
-        args = (forward_x(spec, cell.batch),) if cell.workload == "forward" else ()
+        args = (forward_input(spec, cell.batch),) if cell.workload == "forward" else ()
         start = time.perf_counter()
         fn = impl.build(spec, *args)
         build_s = time.perf_counter() - start
