@@ -16,9 +16,9 @@ from harness.bench.cells import Cell, choose_convention
 from harness.bench.roofs import roofs_for
 from harness.registry import WORKLOADS, Implementation
 
-DEFAULT_LENGTHS = (64, 256, 1024, 4096, 16384, 65536)
+DEFAULT_LENGTHS = (64, 512, 4096, 8192, 65536)
 DEFAULT_D_MODELS = (64, 256, 1024, 4096)
-DEFAULT_MAX_ELEMENTS = 1 << 22          # 4 Mi elements: 16 MiB float32, 32 MiB float64
+DEFAULT_MAX_ELEMENTS = 1 << 24          # 16 Mi elements: 64 MiB float32 (8192 x 1024 is in)
 QUICK_LENGTHS = (64, 4096)
 QUICK_D_MODELS = (64, 512)
 UNTHREADED_BACKENDS = ("python",)
