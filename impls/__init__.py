@@ -6,6 +6,10 @@ backend makes its implementations unavailable, not the package unimportable.
 """
 
 from impls import (  # noqa: F401  (imported to register)
+    fast_numba,
+    fast_numpy,
+    fast_tensorflow,
+    fast_torch,
     library_conventions,
     numba_impls,
     numpy_impls,

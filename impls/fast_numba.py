@@ -1,0 +1,175 @@
+"""Numba: the angle-addition kernel, parallel over row blocks, writing the output once.
+
+Why it is fast: per element it does two multiply-adds from tables that stay in
+L1/L2 (a block-start row P, Q of width d and a [block, d] table X, Y) and one
+store into the preallocated output; no transcendental, no temporary, no copy.
+One thread faults the output's pages in (`first_touch`), then threads take
+contiguous runs of blocks. For float32 the tables come from float64 rotation
+recurrences: one direct sin/cos per column per thread, then block after block
+(P, Q) <- (P cos Bw + Q sin Bw, Q cos Bw - P sin Bw); float64 drift after even
+10^4 rotations is ~1e-12, invisible in float32.
+
+Where the error comes from: `numba-angleadd` rounds P, Q, X, Y to the output
+dtype and multiply-adds there (max ~1.4e-7 in float32 at any position);
+`numba-angleadd-f64` keeps them in float64 and rounds once (0.5 ulp, ~3e-8).
+For float64 output both compute every table entry directly (no recurrence),
+since rotation drift of ~1e-13 would exceed a float64 tolerance.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+
+import numpy as np
+
+from harness import Spec, register
+from impls._assemble import EVERY_CONVENTION
+from impls.fast_tables import column_steps, first_touch
+
+#: Rows per block: X, Y of 32 x 1024 float32 is 256 KiB, resident in L2 while a block is written.
+BLOCK = 32
+#: Blocks for float64 output, whose block starts cost one direct sin/cos per column each.
+BLOCK_EXACT = 64
+FASTMATH = {"contract"}   # fuse a*b + c into an FMA; no reassociation, no unsafe math
+
+
+@functools.cache
+def _jit() -> SimpleNamespace:
+    """Compile the kernels once per process (numba is imported only here)."""
+    import numba
+
+    njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
+
+    @njit
+    def start(P, Q, w, a, b, position):
+        """(g, g') of every column at `position`, directly in float64."""
+        for c in range(w.size):
+            theta = position * w[c]
+            s, co = np.sin(theta), np.cos(theta)
+            P[c] = a[c] * s + b[c] * co
+            Q[c] = a[c] * co - b[c] * s
+
+    @njit
+    def rotate(P, Q, cos_step, sin_step):
+        for c in range(P.size):
+            p = P[c]
+            P[c] = p * cos_step[c] + Q[c] * sin_step[c]
+            Q[c] = Q[c] * cos_step[c] - p * sin_step[c]
+
+    @njit
+    def within_block(w, block, exact):
+        """X = cos(j w), Y = sin(j w) for j < block (direct if `exact`, else by rotation),
+        and the rotation by one block, cos(block w) and sin(block w)."""
+        X, Y = np.empty((block, w.size)), np.empty((block, w.size))
+        X[0] = 1.0
+        Y[0] = 0.0
+        cw, sw = np.cos(w), np.sin(w)
+        for j in range(1, block):
+            if exact:
+                X[j] = np.cos(j * w)
+                Y[j] = np.sin(j * w)
+            else:
+                X[j] = X[j - 1]
+                Y[j] = Y[j - 1]
+                rotate(Y[j], X[j], cw, sw)   # (g, g') = (sin, cos)
+        return X, Y, np.cos(block * w), np.sin(block * w)
+
+    @njit
+    def row(dst, P, Q, X, Y):
+        for c in range(dst.size):
+            dst[c] = P[c] * X[c] + Q[c] * Y[c]
+
+    @njit
+    def add(dst, x, pe):
+        for c in range(dst.size):
+            dst[c] = x[c] + pe[c]
+
+    @njit(parallel=True)
+    def sweep(out, x, w, a, b, offset, X, Y, cos_step, sin_step, exact):
+        """out[n, p] = PE[p] (x is None) or x[n, p] + PE[p]; X, Y's dtype is the arithmetic's."""
+        batch, length, d = out.shape
+        block = X.shape[0]
+        nblocks = (length + block - 1) // block
+        nchunks = min(numba.get_num_threads(), nblocks)
+        per = (nblocks + nchunks - 1) // nchunks
+        for t in numba.prange(nchunks):   # the only parallel region: one fork/join per call
+            P, Q = np.empty(d), np.empty(d)
+            Pt, Qt, pe = np.empty_like(X[0]), np.empty_like(X[0]), np.empty(d, out.dtype)
+            first = t * per
+            for blk in range(first, min(nblocks, first + per)):
+                if exact or blk == first:
+                    start(P, Q, w, a, b, float(offset + blk * block))
+                else:
+                    rotate(P, Q, cos_step, sin_step)
+                Pt[:] = P
+                Qt[:] = Q
+                for j in range(min(block, length - blk * block)):
+                    p = blk * block + j
+                    if x is None:
+                        row(out[0, p], Pt, Qt, X[j], Y[j])
+                    else:
+                        row(pe, Pt, Qt, X[j], Y[j])
+                        for n in range(batch):
+                            add(out[n, p], x[n, p], pe)
+
+    return SimpleNamespace(within_block=within_block, sweep=sweep)
+
+
+def _sweeper(spec: Spec, arithmetic: np.dtype):
+    """Factory body shared by table and forward: compile for these types now, return run(out, x)."""
+    kernels = _jit()
+    steps = column_steps(spec)
+    w, a, b = steps.column_w, steps.a, steps.b
+    exact = spec.dtype == "float64"
+    block = min(BLOCK_EXACT if exact else BLOCK, spec.length)
+
+    def run(out, x=None):
+        X, Y, cos_step, sin_step = kernels.within_block(w, block, exact)
+        kernels.sweep(out, x, w, a, b, spec.offset, X.astype(arithmetic), Y.astype(arithmetic),
+                      cos_step, sin_step, exact)
+        return out
+
+    return run
+
+
+def _warm(run, spec: Spec, x=None) -> None:
+    """Call once on a 1-row slice so JIT compilation stays out of the timed call."""
+    tiny = np.empty((1 if x is None else x.shape[0], 1, spec.d_model), spec.dtype)
+    run(tiny, None if x is None else np.ascontiguousarray(x[:, :1]))
+
+
+def _build_table(spec: Spec, arithmetic: np.dtype):
+    run = _sweeper(spec, arithmetic)
+    _warm(run, spec)
+
+    def table():
+        out = first_touch(np.empty((spec.length, spec.d_model), spec.dtype))
+        run(out[None])
+        return out
+
+    return table
+
+
+@register(name="numba-angleadd", backend="numba", supports=EVERY_CONVENTION)
+def build_numba_angleadd(spec: Spec):
+    """Angle addition in the output dtype, parallel row blocks: the fastest float32 table."""
+    return _build_table(spec, np.dtype(spec.dtype))
+
+
+@register(name="numba-angleadd-f64", backend="numba", supports=EVERY_CONVENTION)
+def build_numba_angleadd_f64(spec: Spec):
+    """Angle addition in float64, rounded once: 0.5 ulp float32 tables at any position."""
+    return _build_table(spec, np.dtype(np.float64))
+
+
+@register(name="numba-fused-forward", backend="numba", workload="forward", supports=EVERY_CONVENTION)
+def build_numba_fused_forward(spec: Spec, x: np.ndarray):
+    """x + PE with each PE row computed once per position and added to every batch row."""
+    run = _sweeper(spec, np.dtype(spec.dtype))
+    _warm(run, spec, x)
+
+    def forward():
+        return run(first_touch(np.empty(x.shape, x.dtype)), x)
+
+    return forward

@@ -1,0 +1,78 @@
+"""The Numba angle-addition kernels: error bound at long positions, block edges, threads, forward."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import Spec, reference
+from harness.checks import check, forward_input
+from harness.registry import REGISTRY
+from impls import fast_numba  # noqa: F401  (registers)
+from impls.fast_numba import BLOCK, BLOCK_EXACT
+
+numba = pytest.importorskip("numba")
+
+TABLES = ["numba-angleadd", "numba-angleadd-f64"]
+LONG = Spec(262_144, 8)   # every block-start rotation of a long table, narrow to stay fast
+
+
+@pytest.fixture
+def threads():
+    """Set numba's thread count for one test and restore it afterwards."""
+    before = numba.get_num_threads()
+    yield numba.set_num_threads
+    numba.set_num_threads(before)
+
+
+def _table(name: str, spec: Spec) -> np.ndarray:
+    return REGISTRY.get(name).build(spec)()
+
+
+@pytest.mark.parametrize("name, bound", [("numba-angleadd", 3e-7), ("numba-angleadd-f64", 2.0**-25 * 1.01)])
+def test_error_bound_out_to_262144_positions(name, bound):
+    """float32 arithmetic stays under the 3e-7 target; float64 arithmetic rounds once (0.5 ulp)."""
+    err = np.abs(_table(name, LONG) - reference(LONG)).max()
+    assert err <= bound
+
+
+@pytest.mark.parametrize("name", TABLES)
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("length", [1, 2, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5, BLOCK_EXACT + 1])
+def test_block_edges_and_thread_counts(name, n_threads, length, threads):
+    """Partial last blocks, one-row tables and chunk starts for 1 and 2 threads."""
+    threads(n_threads)
+    for spec in (Spec(length, 6, offset=2), Spec(length, 7, odd="extend", layout="concat", dtype="float64")):
+        result = check(REGISTRY.get(name), spec)
+        assert result.status == "pass", (spec.short(), result.reason)
+
+
+@pytest.mark.parametrize("name", TABLES)
+@pytest.mark.parametrize("extra", [dict(layout="concat", freq_shift=1), dict(cos_first=True),
+                                   dict(d_model=33, odd="pad"), dict(offset=1_000_000, scale=2.0)])
+def test_conventions(name, extra):
+    spec = Spec(**{"length": 200, "d_model": 16, **extra})
+    assert check(REGISTRY.get(name), spec).status == "pass"
+
+
+def test_more_threads_than_blocks(threads):
+    """Fewer blocks than threads: every row is still written exactly once."""
+    threads(2)
+    assert check(REGISTRY.get("numba-angleadd"), Spec(BLOCK // 2, 10)).status == "pass"
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("spec", [Spec(BLOCK + 3, 12), Spec(40, 9, odd="pad", dtype="float64"), Spec(1, 2)],
+                         ids=lambda s: s.short())
+def test_fused_forward(spec, n_threads, threads):
+    threads(n_threads)
+    assert check(REGISTRY.get("numba-fused-forward"), spec).status == "pass"
+
+
+def test_fused_forward_does_not_touch_x():
+    spec = Spec(70, 8)
+    x = forward_input(spec)
+    before = x.copy()
+    out = REGISTRY.get("numba-fused-forward").build(spec, x)()
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_allclose(out, x + reference(spec), rtol=0, atol=1e-6)
