@@ -84,3 +84,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def bench_worker(request: pytest.FixtureRequest) -> Worker:
     return request.config.stash[WORKER]
+
+
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict) -> None:
+    """Keep pytest-benchmark's statistics, not every round's sample: a default sweep times
+    millions of rounds (60 MB of JSON); `pytest-benchmark compare` needs only the stats."""
+    for bench in output_json.get("benchmarks", []):
+        bench.get("stats", {}).pop("data", None)
