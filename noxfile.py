@@ -13,6 +13,7 @@ from pathlib import Path
 import nox
 
 nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True   # a missing Python fails CI, never skips it
 nox.options.sessions = ["tests"]
 ROOT = Path(__file__).parent
 PYTHON = "3.11"

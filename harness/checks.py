@@ -108,6 +108,14 @@ def poison(out: Any) -> bool:
     return False
 
 
+def same_buffer(first: Any, second: Any) -> bool:
+    """The same object, or (NumPy) a view of the same memory: what poisoning could not test."""
+    if second is first:
+        return True
+    return (isinstance(first, np.ndarray) and isinstance(second, np.ndarray)
+            and np.shares_memory(first, second))
+
+
 def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
     """Build, call, compare; call again after poisoning; never raises for the impl's faults."""
 
@@ -149,21 +157,24 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
     if comparison.reason:
         return verdict("fail", comparison.reason, comparison, time.perf_counter() - start)
 
-    # A table builder must compute on every call: poison what it returned and call again.
-    poisoned = impl.workload == "table" and poison(first)
+    # Every call must compute a fresh result (a forward may keep its table, never its output):
+    # poison what it returned and call again; where it cannot be poisoned, it must not come back.
+    poisoned = poison(first)
     try:
         second = call_with_deadline(fn, timeout_s)
+    except CallTimeout as exc:
+        return verdict("error", f"timeout: second call {exc}", comparison, time.perf_counter() - start)
     except Exception as exc:
         return verdict("error", f"second call: {type(exc).__name__}: {exc}", comparison,
                        time.perf_counter() - start)
     seconds = time.perf_counter() - start
-    if impl.workload == "table" and not poisoned and second is first:
-        return verdict("fail", "returned the same object twice: a cached table, not a builder",
+    if not poisoned and same_buffer(first, second):
+        return verdict("fail", "returned the same buffer twice: a cached result, not a builder",
                        comparison, seconds)
     again = compare(second, expected, allowed, spec.dtype)
     if again.reason:
         why = "after poisoning the first result: " if poisoned else "second call: "
-        hint = " (a cached table, not a builder)" if poisoned and "NaN" in again.reason else ""
+        hint = " (a cached result, not a builder)" if poisoned and "NaN" in again.reason else ""
         return verdict("fail", why + again.reason + hint, again, seconds)
     return verdict("pass", "", comparison, seconds)
 

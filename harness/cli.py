@@ -24,14 +24,7 @@ VERBS = {
 
 
 def _verb_modules() -> dict:
-    modules = {}
-    for verb, (name, _) in VERBS.items():
-        try:
-            modules[verb] = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not name.startswith(exc.name):
-                raise
-    return modules
+    return {verb: importlib.import_module(name) for verb, (name, _) in VERBS.items()}
 
 
 def build_parser(modules: dict) -> argparse.ArgumentParser:

@@ -18,7 +18,6 @@ from types import ModuleType
 
 ENTRY_POINT_GROUP = "pe_harness.impls"
 ENV_VAR = "PE_HARNESS_PLUGINS"
-_loaded: dict[str, ModuleType] = {}
 
 
 class PluginError(RuntimeError):
@@ -26,12 +25,10 @@ class PluginError(RuntimeError):
 
 
 def load_plugin(target: str) -> ModuleType:
-    """Import a plugin given as a .py file path or a dotted module name."""
-    if target in _loaded:
-        return _loaded[target]
+    """Import a plugin given as a .py file path or a dotted module name (imported once)."""
     path = Path(target)
     try:
-        if path.suffix == ".py" or path.exists():
+        if path.suffix == ".py" or path.is_file():
             module = _import_file(path)
         else:
             module = importlib.import_module(target)
@@ -41,7 +38,6 @@ def load_plugin(target: str) -> ModuleType:
         raise PluginError(f"plugin {target!r}: no such file or module ({exc})") from exc
     except Exception as exc:
         raise PluginError(f"plugin {target!r} failed to import: {type(exc).__name__}: {exc}") from exc
-    _loaded[target] = module
     return module
 
 

@@ -189,6 +189,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     starts = window_starts(args.quick)
     chosen = select(impls, args.only) if args.only else []
+    if args.only and not chosen:
+        raise ValueError(f"--only {args.only} matches no implementation; see `python -m harness list`")
     df = frame(measure_methods(starts) + measure_impls(chosen, starts, args.timeout_s))
     out = Path(args.out)
     io.write_csv(out / "precision.csv", df)

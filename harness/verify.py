@@ -75,10 +75,18 @@ def summary(checks: Sequence[Check]) -> list[dict]:
             "worst_err": max((c.max_abs_err for c in ran), default=float("nan")),
             "worst_ratio": worst.err_ratio if worst else float("nan"),
             "f32_err_long": max(f32_long, default=float("nan")),
-            "first_problem": (f"{problems[0].spec.short()}: {problems[0].reason}"[:110]
-                              if problems else ""),
+            "first_problem": _first_problem(mine, problems),
         })
     return rows
+
+
+def _first_problem(mine: list[Check], problems: list[Check]) -> str:
+    """The first fail/error, or a warning that nothing was checked (no case supported)."""
+    if problems:
+        return f"{problems[0].spec.short()}: {problems[0].reason}"[:110]
+    if not any(c.status == "pass" for c in mine):
+        return f"no case run ({mine[0].reason})"[:110] if mine else "no case run"
+    return ""
 
 
 SUMMARY_HEADERS = ["impl", "backend", "device", "pass", "fail", "error", "skip",

@@ -24,8 +24,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from harness import Spec, register
+from harness.memory import first_touch
 from impls._assemble import EVERY_CONVENTION
-from impls.fast_tables import column_steps, first_touch
+from impls.fast_tables import column_steps
 
 #: Rows per block: X, Y of 32 x 1024 float32 is 256 KiB, resident in L2 while a block is written.
 BLOCK = 32

@@ -29,8 +29,6 @@ import numpy as np
 from harness import Spec
 from harness.reference import column_plan, inv_freq
 
-#: Bytes per page: first_touch writes one element per page (huge pages are 512 of them).
-PAGE = 4096
 Arange = Callable[[int], Any]   # n -> float64 [0, 1, ..., n-1] in the caller's array library
 
 
@@ -106,13 +104,3 @@ def to_columns(xp: Any, sin: Any, cos: Any, select: tuple, take: Callable):
     return take(source, select[0]), take(source, select[1])
 
 
-def first_touch(out: np.ndarray) -> np.ndarray:
-    """Fault in every page of a fresh buffer from this thread, one store per page, and return it.
-
-    A fresh 32 MiB table costs as much in page faults (the kernel zeroing each page)
-    as in writing it. Taken inside a compute loop they evict its tables and, taken
-    by several threads at once, they contend and get slower than from one thread
-    (measured here: 2-thread table 1.8x the fill roof without this, 1.2x with it).
-    """
-    out.reshape(-1)[:: max(1, PAGE // out.itemsize)] = 0
-    return out

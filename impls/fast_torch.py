@@ -21,17 +21,13 @@ import functools
 import numpy as np
 
 from harness import Spec, register
+from harness.devices import torch_cuda
+from harness.memory import first_touch
 from impls._assemble import EVERY_CONVENTION
-from impls.fast_tables import column_steps, first_touch, sincos_rows, to_columns
+from impls.fast_tables import column_steps, sincos_rows, to_columns
 
 BLOCK = 64
 SLAB_BLOCKS = 4   # eager CPU: 4 x 64 rows x 1024 float32 = 1 MiB per slab
-
-
-def _cuda_check():
-    import torch
-
-    return None if torch.cuda.is_available() else "no CUDA device visible to torch"
 
 
 def _combine_into(out3, P, Q, X, Y):
@@ -122,14 +118,14 @@ def build_torch_compile(spec: Spec):
     return AngleAdd(spec, "cpu").fused
 
 
-@register(name="torch-cuda-angleadd", backend="torch", device="cuda", check=_cuda_check,
+@register(name="torch-cuda-angleadd", backend="torch", device="cuda", check=torch_cuda,
           supports=EVERY_CONVENTION)
 def build_torch_cuda_angleadd(spec: Spec):
     """Angle addition on the GPU in eager ops; synchronises so the call is the whole build."""
     return AngleAdd(spec, "cuda").eager
 
 
-@register(name="torch-cuda-compile", backend="torch", device="cuda", check=_cuda_check,
+@register(name="torch-cuda-compile", backend="torch", device="cuda", check=torch_cuda,
           supports=EVERY_CONVENTION)
 def build_torch_cuda_compile(spec: Spec):
     """Angle addition on the GPU, per-element pass fused by torch.compile (one Triton kernel)."""

@@ -6,6 +6,7 @@ import math
 from dataclasses import replace
 
 from harness import Spec, Supports, register
+from harness.devices import torch_cuda
 from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, assemble
 
 TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -15,12 +16,6 @@ def _dtype(spec: Spec):
     import torch
 
     return getattr(torch, spec.dtype)
-
-
-def _cuda_check():
-    import torch
-
-    return None if torch.cuda.is_available() else "no CUDA device visible to torch"
 
 
 @register(name="seed-torch-stack", backend="torch",
@@ -98,7 +93,7 @@ def build_torch_cat(spec: Spec):
     return lambda: torch_table(spec)
 
 
-@register(name="torch-cuda-stack", backend="torch", device="cuda", check=_cuda_check,
+@register(name="torch-cuda-stack", backend="torch", device="cuda", check=torch_cuda,
           supports=_torch_supports(EVERY_CONVENTION))
 def build_torch_cuda(spec: Spec):
     """The general torch variant on the GPU; synchronises so the call is the whole build."""

@@ -160,3 +160,13 @@ def test_to_numpy_handles_every_backend():
         np.testing.assert_array_equal(harness.to_numpy(value), ref)
     assert harness.dtype_name(torch.zeros(1, dtype=torch.bfloat16)) == "bfloat16"
     assert harness.dtype_name(tf.zeros(1, dtype=tf.float16)) == "float16"
+
+
+def test_plugin_package_directory_is_imported_as_a_module(tmp_path, monkeypatch, clean_registry):
+    package = tmp_path / "my_plugin_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(PLUGIN_SOURCE.format(name="from-package"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    harness.load_plugin("my_plugin_pkg")
+    assert REGISTRY.get("from-package")

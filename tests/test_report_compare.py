@@ -50,6 +50,28 @@ def test_half_again_slower_with_tight_iqrs_fails_the_gate(tmp_path, capsys):
     assert "fast-good 8192x1024 float32 1 thread" in offending[0] and "+50%" in offending[0]
 
 
+def test_cell_that_stopped_working_fails_the_gate(tmp_path, capsys):
+    base = write_run(tmp_path, "run-base", bench=bench_rows(**SMALL))
+    rows = bench_rows(run_id="run-new", **SMALL)
+    for row in rows:
+        if all(row[k] == v for k, v in CELL.items()):
+            row.update(status="timeout", reason="killed after 120 s", median_s=float("nan"))
+    new = write_run(tmp_path, "run-new", bench=rows)
+    assert main(["report", str(new), "--compare", str(base), "--fail-slower", "20"]) == 1
+    broken = [line for line in capsys.readouterr().out.splitlines() if line.startswith("BROKEN")]
+    assert len(broken) == 1 and "ok -> timeout" in broken[0] and "fast-good" in broken[0]
+
+
+def test_runs_sharing_no_cell_cannot_pass_the_gate(tmp_path, capsys):
+    base = write_run(tmp_path, "run-base", bench=bench_rows(**SMALL))
+    rows = bench_rows(run_id="run-new", **SMALL)
+    for row in rows:
+        row["impl"] = "renamed-" + row["impl"]
+    new = write_run(tmp_path, "run-new", bench=rows)
+    assert main(["report", str(new), "--compare", str(base), "--fail-slower", "20"]) == 2
+    assert "share no cell" in capsys.readouterr().err
+
+
 def test_slowdown_within_a_huge_spread_passes(tmp_path):
     assert gate(tmp_path, 1.5, iqr_fraction=1.0) == 0
 

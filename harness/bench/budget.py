@@ -19,6 +19,9 @@ from typing import Any, Optional, Sequence
 from harness.bench.cells import Cell
 from harness.bench.settings import Limits, Timing
 
+#: Starts every reason for a cell the whole-sweep budget (--budget-s) left out; --resume runs them.
+BUDGET_PREFIX = "sweep budget"
+
 Row = dict[str, Any]
 
 
@@ -85,6 +88,6 @@ def skip_reason(cell: Cell, history: Sequence[Row], timing: Timing, limits: Limi
         left = limits.deadline - (time.time() if now is None else now)
         need = guess.cell_s if guess is not None else timing.max_time
         if need > left:
-            return (f"sweep budget: needs ~{need:.3g} s, {max(left, 0.0):.3g} s left "
+            return (f"{BUDGET_PREFIX}: needs ~{need:.3g} s, {max(left, 0.0):.3g} s left "
                     f"of --budget-s {limits.budget_s:g}")
     return None

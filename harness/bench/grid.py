@@ -39,8 +39,13 @@ class Grid:
     max_elements: int = DEFAULT_MAX_ELEMENTS
 
     def shapes(self) -> list[tuple[int, int]]:
-        """(length, d_model) pairs whose table fits `max_elements`."""
-        return [(n, d) for n in self.lengths for d in self.d_models if n * d <= self.max_elements]
+        """(length, d_model) pairs whose table fits `max_elements`; none at all is an error."""
+        shapes = [(n, d) for n in self.lengths for d in self.d_models if n * d <= self.max_elements]
+        if not shapes:
+            raise ValueError(f"--max-elements {self.max_elements} leaves no (length, d_model) pair "
+                             f"of --lengths {self.lengths} x --d-models {self.d_models}: raise it "
+                             "or choose smaller sizes")
+        return shapes
 
 
 def default_grid(cores: int, quick: bool = False) -> Grid:

@@ -13,6 +13,8 @@ from typing import Iterable
 
 import numpy as np
 
+from harness.devices import torch_cuda
+from harness.memory import first_touch
 from harness.registry import Implementation, Registry
 from harness.spec import Spec
 from harness.supports import Supports
@@ -20,12 +22,6 @@ from harness.supports import Supports
 ROOFS = Registry()
 NUMPY_DTYPES = Supports(dtypes=("float16", "float32", "float64"))
 TORCH_DTYPES = Supports(dtypes=("float16", "bfloat16", "float32", "float64"))
-
-
-def _cuda_check():
-    import torch
-
-    return None if torch.cuda.is_available() else "no CUDA device visible to torch"
 
 
 @ROOFS.register(name="roof-numpy-fill", backend="numpy", supports=NUMPY_DTYPES)
@@ -36,6 +32,22 @@ def numpy_fill(spec: Spec):
     def fill():
         out = np.empty(shape, dtype)
         out.fill(1.0)
+        return out
+
+    return fill
+
+
+@ROOFS.register(name="roof-numpy-torch-fill", backend="torch", supports=NUMPY_DTYPES)
+def numpy_torch_fill(spec: Spec):
+    """np.empty (huge pages) faulted in by one thread, then torch's multi-threaded fill_:
+    the allocate-and-fill limit at several threads, where a one-thread fill is no bound."""
+    import torch
+
+    shape, dtype = (spec.length, spec.d_model), np.dtype(spec.dtype)
+
+    def fill():
+        out = first_touch(np.empty(shape, dtype))
+        torch.from_numpy(out).fill_(1.0)
         return out
 
     return fill
@@ -87,7 +99,7 @@ def _torch_add(device: str):
 
 
 def _register_torch_roofs() -> None:
-    for device, check in (("cpu", None), ("cuda", _cuda_check)):
+    for device, check in (("cpu", None), ("cuda", torch_cuda)):
         suffix = "" if device == "cpu" else "-cuda"
         ROOFS.register(name=f"roof-torch{suffix}-fill", backend="torch", device=device,
                        supports=TORCH_DTYPES, check=check)(_torch_fill(device))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from harness.bench import env, journal, results
+from harness.bench.budget import BUDGET_PREFIX
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.grid import Plan, plan
 from harness.bench.options import SweepOptions
@@ -72,11 +73,16 @@ class _Csv:
             self.written = time.monotonic()
 
 
+def cut_by_sweep_budget(row: dict[str, Any]) -> bool:
+    """A cell --budget-s skipped never ran: --resume runs it (and keeps its new row)."""
+    return row.get("status") == "skip" and str(row.get("reason", "")).startswith(BUDGET_PREFIX)
+
+
 def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) -> list[dict[str, Any]]:
     """Time every planned cell not already in the run's journal; returns every row of the run."""
     cells = plan(impls, opts.grid)
     path = run_dir.path / journal.FILENAME
-    done = {r["key"] for r in journal.read_all(path)}
+    done = {r["key"] for r in journal.read_all(path) if not cut_by_sweep_budget(r)}
     for cell, reason in cells.unsupported:
         if cell.key not in done:
             journal.append(path, row(cell, Outcome("skip", reason)))
@@ -98,7 +104,7 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
     try:
         for group in todo:
             if limits.deadline is not None and time.time() >= limits.deadline:
-                used_up = f"sweep budget --budget-s {limits.budget_s:g} used up"
+                used_up = f"{BUDGET_PREFIX} --budget-s {limits.budget_s:g} used up"
                 supervisor.settle(group.cells, Outcome("skip", used_up))
             else:
                 supervisor.run(group)

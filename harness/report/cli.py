@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.registry import Implementation
 from harness.report.pipeline import build
-from harness.report.compare import changes, check_pct, slower
+from harness.report.compare import broken, changes, check_pct, overlap, slower
 from harness.report.load import load_run, newest_run
 from harness.report.measures import DEFAULT_BASELINES
 
@@ -46,12 +46,17 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     if args.fail_slower is None:
         return 0
     base = load_run(args.compare, args.only).bench
-    offending = [(d, cell) for d in dirs
-                 for cell in slower(changes(load_run(d, args.only).bench, base), args.fail_slower)]
-    for d, cell in offending:
-        print(f"SLOWER {d}: {cell.describe()}")
+    offending: list[tuple[Path, str]] = []  # (run, line to print)
+    for d in dirs:
+        new = load_run(d, args.only).bench
+        overlap(new, base)
+        offending += [(d, f"BROKEN {d}: {line}") for line in broken(new, base)]
+        offending += [(d, f"SLOWER {d}: {c.describe()}")
+                      for c in slower(changes(new, base), args.fail_slower)]
+    for _, line in offending:
+        print(line)
     if offending:
-        print(f"{len(offending)} cell(s) slower than {args.compare} by more than "
+        print(f"{len(offending)} cell(s) broken, or slower than {args.compare} by more than "
               f"{args.fail_slower:g}% and the runs' spread")
         return 1
     print(f"no cell slower than {args.compare} by more than {args.fail_slower:g}% and the runs' spread")

@@ -72,6 +72,24 @@ def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
             for r in both.itertuples()]
 
 
+def broken(new: pd.DataFrame, base: pd.DataFrame) -> list[str]:
+    """Cells timed ok in the base run that are now error, timeout or skip: the worst slowdown."""
+    key = list(CELL)
+    rows = timed(new).merge(timed(base), on=key, suffixes=("_new", "_base"))
+    lost = rows[rows["ok_base"] & ~rows["ok_new"]]
+    return [f"{r.workload} {r.impl} {r.length}x{r.d_model} {r.dtype} {fmt.threads(r.threads)}: "
+            f"ok -> {r.status_new} ({r.reason_new})" for r in lost.itertuples()]
+
+
+def overlap(new: pd.DataFrame, base: pd.DataFrame) -> int:
+    """How many implementation cells the two runs share; a gate over none is no gate."""
+    shared = timed(new)[list(CELL)].merge(timed(base)[list(CELL)], on=list(CELL))
+    if shared.empty:
+        raise ValueError("--compare: the two runs share no cell (implementation, size, dtype, "
+                         "threads); nothing to compare")
+    return len(shared)
+
+
 def check_pct(pct: float) -> float:
     """The gate's percentage, or a ValueError naming the option when it is not > 0."""
     if not pct > 0:
