@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -45,7 +45,7 @@ def load(path: str | Path, key: Optional[str] = None) -> LoadedTable:
     if suffix == ".csv":
         return from_array(_read_csv(path), source=str(path), dtype="")
     if suffix == ".npy":
-        raw, where = np.load(path, allow_pickle=False), str(path)
+        raw, where = _reading(path, lambda: np.load(path, allow_pickle=False)), str(path)
     elif suffix == ".npz":
         raw, where = _pick_npz(path, key)
     else:
@@ -91,8 +91,19 @@ def _drop_batch(values: np.ndarray, source: str) -> tuple[np.ndarray, int]:
     return copies[0], len(copies)
 
 
+def _reading(path: Path, read: Callable[[], Any]) -> Any:
+    """Run a file reader; a corrupt file is one line naming it, not the reader's own message."""
+    try:
+        return read()
+    except Exception as exc:
+        text = str(exc).strip()
+        first_line = text.splitlines()[0] if text else type(exc).__name__
+        raise ValueError(f"FILE {path.name!r} is not a readable {path.suffix} table: "
+                         f"{first_line}") from None
+
+
 def _pick_npz(path: Path, key: Optional[str]) -> tuple[np.ndarray, str]:
-    with np.load(path, allow_pickle=False) as archive:
+    with _reading(path, lambda: np.load(path, allow_pickle=False)) as archive:
         names = list(archive.files)
         if not names:
             raise ValueError(f"{path.name} holds no arrays")
@@ -108,11 +119,7 @@ def _pick_torch(path: Path, key: Optional[str]) -> tuple[Any, str]:
     except ImportError:
         raise ValueError(f"reading {path.name} needs torch "
                          "(pip install 'pe-harness[torch]')") from None
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ValueError(f"{path.name} is not a loadable tensor file: "
-                         f"{type(exc).__name__}: {exc}") from None
+    obj = _reading(path, lambda: torch.load(path, map_location="cpu", weights_only=True))
     if isinstance(obj, torch.Tensor):
         return obj, str(path)
     if isinstance(obj, (list, tuple)):
@@ -131,9 +138,9 @@ def _read_csv(path: Path) -> np.ndarray:
     """Numbers only; a header row and a pandas index column (0, 1, 2, ...) are dropped."""
     import pandas as pd
 
-    frame = pd.read_csv(path, header=None)
+    frame = _reading(path, lambda: pd.read_csv(path, header=None))
     if frame.shape[0] and pd.to_numeric(frame.iloc[0], errors="coerce").isna().any():
-        frame = pd.read_csv(path, header=0)
+        frame = _reading(path, lambda: pd.read_csv(path, header=0))
     try:
         values = frame.apply(pd.to_numeric).to_numpy(dtype=np.float64)
     except (ValueError, TypeError) as exc:
