@@ -79,10 +79,19 @@ def _combine(P, Q, X, Y, length: int):
     return tf.reshape(out, (-1, P.shape[1]))[:length]
 
 
+def _tf():
+    """TensorFlow, with its retracing warning off: a fresh tf.function per build is by design
+    (each traces once, for its Spec), not the retracing-in-a-loop that warning is about."""
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+    return tf
+
+
 @register(name="tf-function-xla", backend="tensorflow", supports=EVERY_CONVENTION)
 def build_tf_function_xla(spec: Spec):
     """Direct formula fused by XLA, angles reduced in float64 inside the loop: accurate at any position."""
-    import tensorflow as tf
+    tf = _tf()
 
     steps = _Steps(spec)
     return tf.function(lambda: _direct(spec, steps), jit_compile=True)
@@ -91,7 +100,7 @@ def build_tf_function_xla(spec: Spec):
 @register(name="tf-angleadd-xla", backend="tensorflow", supports=EVERY_CONVENTION)
 def build_tf_angleadd_xla(spec: Spec):
     """Angle addition fused by XLA: two multiply-adds and one store per element."""
-    import tensorflow as tf
+    tf = _tf()
 
     steps = _Steps(spec)
     block = min(BLOCK, spec.length)
