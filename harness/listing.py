@@ -16,10 +16,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
+    chosen = select(impls, args.only)
     rows = [[i.name, i.workload, i.backend, i.device, i.conventions,
-             "yes" if i.available else f"no: {i.unavailable_reason()}"]
-            for i in select(impls, args.only)]
+             "yes" if i.available else f"no: {i.unavailable_reason()}"] for i in chosen]
     print(tables.text(HEADERS, rows))
-    backends = sorted({i.backend for i in impls})
+    backends = sorted({i.backend for i in chosen})
     print(f"\n{len(rows)} implementations; backends: {', '.join(backends)}")
     return 0

@@ -13,9 +13,10 @@ implementation as unavailable with a reason instead of failing to import.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from harness.spec import Spec
@@ -40,7 +41,6 @@ class Implementation:
     check: Optional[Callable[[], Optional[str]]] = None
     origin: str = ""
     doc: str = ""
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def supports(self, spec: Spec) -> Optional[str]:
         """None when `spec` is supported, else the reason it is not."""
@@ -53,9 +53,12 @@ class Implementation:
 
     def unavailable_reason(self) -> Optional[str]:
         """None when it can run here, else why not (missing module, no GPU, ...)."""
-        if "reason" not in self._cache:
-            self._cache["reason"] = self._probe()
-        return self._cache["reason"]
+        return self._probed
+
+    @functools.cached_property
+    def _probed(self) -> Optional[str]:
+        """Probed once: a GPU check imports torch, a module check walks sys.path."""
+        return self._probe()
 
     @property
     def available(self) -> bool:

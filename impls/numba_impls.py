@@ -2,37 +2,36 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from harness import Spec, register
 from harness.reference import column_plan
 from impls._assemble import EVERY_CONVENTION
 
-_kernels: dict = {}
 
-
+@functools.cache
 def _kernel():
     """Compile once per process: the loop writes sin/cos straight into their columns."""
-    if "direct" not in _kernels:
-        import numba
+    import numba
 
-        @numba.njit(cache=False)
-        def direct(out, inv_freq, first_cols, second_cols, offset, scale, cos_first):
-            length = out.shape[0]
-            n_second = second_cols.shape[0]
-            for p in range(length):
-                pos = inv_freq.dtype.type(p + offset) * scale
-                for k in range(first_cols.shape[0]):
-                    theta = pos * inv_freq[k]
-                    s, c = np.sin(theta), np.cos(theta)
-                    if cos_first:
-                        s, c = c, s
-                    out[p, first_cols[k]] = s
-                    if k < n_second:
-                        out[p, second_cols[k]] = c
+    @numba.njit(cache=False)
+    def direct(out, inv_freq, first_cols, second_cols, offset, scale, cos_first):
+        length = out.shape[0]
+        n_second = second_cols.shape[0]
+        for p in range(length):
+            pos = inv_freq.dtype.type(p + offset) * scale
+            for k in range(first_cols.shape[0]):
+                theta = pos * inv_freq[k]
+                s, c = np.sin(theta), np.cos(theta)
+                if cos_first:
+                    s, c = c, s
+                out[p, first_cols[k]] = s
+                if k < n_second:
+                    out[p, second_cols[k]] = c
 
-        _kernels["direct"] = direct
-    return _kernels["direct"]
+    return direct
 
 
 @register(name="numba-direct", backend="numba", supports=EVERY_CONVENTION)
