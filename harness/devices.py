@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional
 
 
 def torch_cuda() -> Optional[str]:
@@ -10,3 +10,17 @@ def torch_cuda() -> Optional[str]:
     import torch
 
     return None if torch.cuda.is_available() else "no CUDA device visible to torch"
+
+
+def synchronized(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
+    """`fn`, then a device sync on CUDA: a timed call must cover the kernels it launched."""
+    if device != "cuda":
+        return fn
+    import torch
+
+    def call() -> Any:
+        out = fn()
+        torch.cuda.synchronize()
+        return out
+
+    return call

@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 
 from harness import Spec, Supports, register
-from harness.devices import torch_cuda
+from harness.devices import synchronized, torch_cuda
 from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, assemble
 
 TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -97,14 +97,7 @@ def build_torch_cat(spec: Spec):
           supports=_torch_supports(EVERY_CONVENTION))
 def build_torch_cuda(spec: Spec):
     """The general torch variant on the GPU; synchronises so the call is the whole build."""
-    import torch
-
-    def table():
-        out = torch_table(spec, device="cuda")
-        torch.cuda.synchronize()
-        return out
-
-    return table
+    return synchronized(lambda: torch_table(spec, device="cuda"), "cuda")
 
 
 @register(name="torch-forward", backend="torch", workload="forward", supports=EVERY_CONVENTION)

@@ -13,7 +13,7 @@ from typing import Iterable
 
 import numpy as np
 
-from harness.devices import torch_cuda
+from harness.devices import synchronized, torch_cuda
 from harness.memory import first_touch
 from harness.registry import Implementation, Registry
 from harness.spec import Spec
@@ -66,13 +66,7 @@ def _torch_fill(device: str):
 
         dtype, shape = getattr(torch, spec.dtype), (spec.length, spec.d_model)
 
-        def fill():
-            out = torch.empty(shape, dtype=dtype, device=device).fill_(1.0)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            return out
-
-        return fill
+        return synchronized(lambda: torch.empty(shape, dtype=dtype, device=device).fill_(1.0), device)
 
     build.__doc__ = f"torch.empty(..., device={device!r}).fill_(1.0)"
     return build
@@ -87,12 +81,9 @@ def _torch_add(device: str):
 
         def add():
             with torch.no_grad():
-                out = xt + pe
-            if device == "cuda":
-                torch.cuda.synchronize()
-            return out
+                return xt + pe
 
-        return add
+        return synchronized(add, device)
 
     build.__doc__ = f"x + pe as torch tensors on {device!r}, pe already built"
     return build
