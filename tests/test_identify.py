@@ -119,6 +119,16 @@ def test_float16_table_matches_at_float16_tolerance(tmp_path, capsys):
     assert_spec(found, spec)
 
 
+def test_float16_prefers_the_closest_of_equally_likely_readings(tmp_path, capsys):
+    """Base 500 / shift 0 and base 412 / shift 1 both fit a float16 table within tolerance;
+    the true one is 50x closer and must win."""
+    spec = Spec(300, 64, base=500.0, offset=2, dtype="float16")
+    rc, found = run(capsys, save(tmp_path, reference(spec).astype(np.float16)))
+    assert rc == 0 and found["match"] is True
+    assert_spec(found, spec)
+    assert found["max_abs_err"] < 5e-4
+
+
 def test_float16_values_in_a_float32_file_widen_the_tolerance(tmp_path, capsys):
     table = reference(Spec(256, 32)).astype(np.float16).astype(np.float32)
     rc, found = run(capsys, save(tmp_path, table))

@@ -172,7 +172,10 @@ def _search(values: np.ndarray, valid: np.ndarray,
             if best is not None and law.rank > best[0]:
                 break           # equally likely readings are all checked; the closest wins
             found = _try_law(values, valid, ctx, plan, law, tr, tried)
-            if found is not None and (best is None or found.err_ratio < best[1].err_ratio):
+            # equally likely and both within tolerance: the closer table is the better reading
+            # (err_ratio would favour a wrong reading whose error sits where a float16
+            # tolerance is loosest, at large angles)
+            if found is not None and (best is None or found.max_abs_err < best[1].max_abs_err):
                 best = (law.rank, found)
         if best is not None:
             return best[1], tried
