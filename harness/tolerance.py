@@ -54,7 +54,3 @@ def tolerance(spec: Spec) -> np.ndarray:
     theta = np.abs(positions(spec))[:, None] * slope[None, :]
     return eps(spec.dtype) * (C_VALUE + theta * gain[None, :])
 
-
-def tolerance_at_max_angle(spec: Spec) -> float:
-    """The bound at the table's largest angle (frequency 0, last position)."""
-    return eps(spec.dtype) * (C_VALUE + spec.max_angle * C_ANGLE)

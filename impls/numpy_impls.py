@@ -33,7 +33,7 @@ def numpy_table(spec: Spec) -> np.ndarray:
     k = np.arange(spec.n_freq, dtype=dtype)
     denominator = np.power(dtype.type(spec.base), k / dtype.type(spec.denominator))
     position = np.arange(spec.offset, spec.offset + spec.length, dtype=dtype)[:, None]
-    theta = dtype.type(spec.scale) * position / denominator if spec.scale != 1.0 else position / denominator
+    theta = dtype.type(spec.scale) * position / denominator   # scale 1.0 multiplies exactly
     return assemble(
         spec, np.sin(theta), np.cos(theta), np.zeros((spec.length, 1), dtype=dtype),
         interleave=lambda a, b: np.stack([a, b], axis=2).reshape(a.shape[0], -1),

@@ -41,7 +41,7 @@ def tf_table(spec: Spec):
     k = tf.range(spec.n_freq, dtype=dtype)
     denominator = tf.pow(tf.constant(spec.base, dtype), k / spec.denominator)
     position = tf.range(spec.offset, spec.offset + spec.length, dtype=dtype)[:, None]
-    theta = position / denominator if spec.scale == 1.0 else spec.scale * position / denominator
+    theta = spec.scale * position / denominator   # scale 1.0 multiplies exactly
     return assemble(
         spec, tf.sin(theta), tf.cos(theta), tf.zeros((spec.length, 1), dtype=dtype),
         interleave=lambda a, b: tf.reshape(tf.stack([a, b], axis=2), (spec.length, -1)),

@@ -68,7 +68,7 @@ def torch_table(spec: Spec, device: str = "cpu"):
     k = torch.arange(spec.n_freq, dtype=dtype, device=device)
     denominator = torch.pow(spec.base, k / spec.denominator)
     position = torch.arange(spec.offset, spec.offset + spec.length, dtype=dtype, device=device)[:, None]
-    theta = position / denominator if spec.scale == 1.0 else spec.scale * position / denominator
+    theta = spec.scale * position / denominator   # scale 1.0 multiplies exactly
     return assemble(
         spec, torch.sin(theta).to(out_dtype), torch.cos(theta).to(out_dtype),
         torch.zeros((spec.length, 1), dtype=out_dtype, device=device),

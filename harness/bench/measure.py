@@ -14,13 +14,10 @@ import time
 import traceback
 from typing import Any
 
-import numpy as np
-
 from harness.bench import peak
 from harness.bench.cells import Cell, Outcome
 from harness.checks import forward_input
 from harness.registry import Implementation
-from harness.spec import Spec
 
 MAX_REASON = 300
 

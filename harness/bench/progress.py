@@ -11,7 +11,7 @@ import math
 import time
 from typing import Any
 
-NOISY_IQR = 0.10     # DESIGN.md: warn when IQR/median > 10%
+from harness.units import NOISY_IQR, seconds
 
 
 def duration(seconds: float) -> str:
@@ -22,14 +22,6 @@ def duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
-
-
-def per_call(seconds: float) -> str:
-    """A call's time in the unit that reads best: 45.6 us, 1.23 ms, 1.2 s."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
 
 
 class Progress:
@@ -57,4 +49,4 @@ def _result(row: dict[str, Any]) -> str:
         return f"{row['status']}: {reason}"
     median, iqr = row["median_s"], row["iqr_s"]
     noisy = " noisy" if median > 0 and not math.isnan(iqr) and iqr / median > NOISY_IQR else ""
-    return f"ok {per_call(median)} (IQR {iqr / median:.0%}){noisy}" if median > 0 else "ok"
+    return f"ok {seconds(median)} (IQR {iqr / median:.0%}){noisy}" if median > 0 else "ok"

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+from harness import units
+
 
 
 def _missing(value: float | None) -> bool:
@@ -15,13 +16,8 @@ def _missing(value: float | None) -> bool:
 
 
 def time(seconds: float | None) -> str:
-    """3 significant digits in the largest unit that keeps the value >= 1: '84.1 ms'."""
-    if _missing(seconds):
-        return "-"
-    for scale, unit in _TIME_UNITS:
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+    """'84.1 ms': the same units as the progress lines (harness.units)."""
+    return units.seconds(seconds)
 
 
 def ratio(value: float | None) -> str:

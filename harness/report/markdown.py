@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Iterable
 
 import pandas as pd
 
@@ -36,10 +35,6 @@ def link(target: Path, report_dir: Path, text: str | None = None) -> str:
 
 def image(target: Path, report_dir: Path, alt: str) -> str:
     return "!" + link(target, report_dir, alt)
-
-
-def bullets(items: Iterable[str]) -> str:
-    return "\n".join(f"- {item}" for item in items)
 
 
 def embed(text: str, level: int) -> str:

@@ -12,6 +12,7 @@ from typing import Iterator, Mapping
 import numpy as np
 import pandas as pd
 
+from harness import units
 from harness.report.load import TASK
 
 #: The default baseline of each workload: the seed NumPy table and the NumPy `x + PE`.
@@ -19,7 +20,7 @@ DEFAULT_BASELINES: Mapping[str, str] = {"table": "seed-numpy-stack", "forward": 
 #: Seed 000 (torch stack-flatten): the reference point of the speed targets.
 SEED_000 = "seed-torch-stack"
 #: IQR/median above which a cell is flagged as noisy (DESIGN.md, measurement rules).
-NOISY = 0.10
+NOISY = units.NOISY_IQR
 
 
 def workload_rank(workload: str) -> tuple[bool, str]:
