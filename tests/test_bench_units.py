@@ -62,8 +62,8 @@ def test_plan_caps_sizes_pins_python_to_one_thread_and_explains_the_rest():
     assert all("float32 not supported" in why for _, why in cells.unsupported)
     assert cells.unavailable == {"gone": "no such device"}
     roofs = [c for c in cells.cells if c.is_roof]
-    assert {c.impl for c in roofs} == {"roof-numpy-fill"}
-    assert len(roofs) == 3 * 2          # one per (shape, threads) the implementations produce
+    assert {c.impl for c in roofs} == {"roof-numpy-fill", "roof-recycled-fill"}
+    assert len(roofs) == 3 * 2 * 2      # two per (shape, threads) the implementations produce
 
 
 def test_cell_key_is_stable_and_round_trips():

@@ -13,7 +13,7 @@ from impls.fast_numba import BLOCK, BLOCK_EXACT
 
 numba = pytest.importorskip("numba")
 
-TABLES = ["numba-angleadd", "numba-angleadd-f64"]
+TABLES = ["numba-angleadd", "numba-angleadd-f64", "numba-angleadd-recycled"]
 LONG = Spec(262_144, 8)   # every block-start rotation of a long table, narrow to stay fast
 
 
@@ -29,7 +29,8 @@ def _table(name: str, spec: Spec) -> np.ndarray:
     return REGISTRY.get(name).build(spec)()
 
 
-@pytest.mark.parametrize("name, bound", [("numba-angleadd", 3e-7), ("numba-angleadd-f64", 2.0**-25 * 1.01)])
+@pytest.mark.parametrize("name, bound", [("numba-angleadd", 3e-7), ("numba-angleadd-recycled", 3e-7),
+                                         ("numba-angleadd-f64", 2.0**-25 * 1.01)])
 def test_error_bound_out_to_262144_positions(name, bound):
     """float32 arithmetic stays under the 3e-7 target; float64 arithmetic rounds once (0.5 ulp)."""
     err = np.abs(_table(name, LONG) - reference(LONG)).max()
@@ -76,3 +77,20 @@ def test_fused_forward_does_not_touch_x():
     out = REGISTRY.get("numba-fused-forward").build(spec, x)()
     np.testing.assert_array_equal(x, before)
     np.testing.assert_allclose(out, x + reference(spec), rtol=0, atol=1e-6)
+
+
+def test_recycled_tables_reuse_only_memory_nobody_holds():
+    """Each call is a correct table; a held table (or a view of it) is never written over."""
+    spec = Spec(100, 16, offset=3)
+    table = REGISTRY.get("numba-angleadd-recycled").build(spec)
+    first = table()
+    kept = first[10:20].copy()
+    window = first[10:20]
+    del first
+    second = table()
+    assert not np.shares_memory(second, window)
+    np.testing.assert_array_equal(window, kept)
+    address = second.ctypes.data
+    del second
+    assert table().ctypes.data == address   # let go, so its memory comes back
+    np.testing.assert_allclose(table(), reference(spec), atol=1e-6)

@@ -2,7 +2,7 @@
 
 No table builder can beat allocating its output and writing every element once,
 so every `table` cell is also timed as `empty + fill` of the same shape and
-dtype, and every `forward` cell as the bare `x + pe` of the same arrays (the
+dtype (and as a fill of recycled memory, the limit for builders that reuse it), and every `forward` cell as the bare `x + pe` of the same arrays (the
 table already built). Roofs live in their own registry: they are bench's
 yardstick, not implementations users choose between, and never run in verify.
 """
@@ -15,6 +15,7 @@ import numpy as np
 
 from harness.devices import synchronized, torch_cuda
 from harness.memory import first_touch
+from harness.recycle import RecycledBuffers
 from harness.registry import Implementation, Registry
 from harness.spec import Spec
 from harness.supports import Supports
@@ -47,6 +48,35 @@ def numpy_torch_fill(spec: Spec):
 
     def fill():
         out = first_touch(np.empty(shape, dtype))
+        torch.from_numpy(out).fill_(1.0)
+        return out
+
+    return fill
+
+
+@ROOFS.register(name="roof-recycled-fill", backend="numpy", supports=NUMPY_DTYPES)
+def recycled_fill(spec: Spec):
+    """fill into memory let go by the previous call: the limit without page faults, which
+    malloc gives every allocation below 32 MiB anyway and RecycledBuffers gives at any size."""
+    buffers = RecycledBuffers((spec.length, spec.d_model), spec.dtype)
+
+    def fill():
+        out = buffers.take()
+        out.fill(1.0)
+        return out
+
+    return fill
+
+
+@ROOFS.register(name="roof-recycled-torch-fill", backend="torch", supports=NUMPY_DTYPES)
+def recycled_torch_fill(spec: Spec):
+    """roof-recycled-fill with torch's multi-threaded fill_."""
+    import torch
+
+    buffers = RecycledBuffers((spec.length, spec.d_model), spec.dtype)
+
+    def fill():
+        out = buffers.take()
         torch.from_numpy(out).fill_(1.0)
         return out
 

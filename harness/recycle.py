@@ -1,0 +1,59 @@
+"""Output buffers reused once nothing refers to them: tables at any size without page faults.
+
+Why: above glibc's mmap threshold (32 MiB) every `np.empty` is a fresh mapping,
+so each call also pays the kernel to zero its pages, which costs as much as
+writing the table (docs/fast.md). Below that size malloc already hands freed
+blocks back to every implementation and roof alike. A builder that keeps its
+last outputs, and reuses one only when no array, view, tensor or memoryview
+still holds it, gets the small-table behaviour at every size. The price: up to
+`keep` tables stay allocated for as long as the builder lives.
+
+Holders are counted with `sys.getrefcount`: every NumPy view keeps a reference
+to the array that owns the memory, and so do `torch.from_numpy` and buffer
+exports. A bare address (`arr.ctypes.data`) holds nothing, as with any freed
+array. Not thread-safe: one builder, one caller at a time.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+
+def _refcounts(buffers: list[np.ndarray]) -> list[int]:
+    """Each buffer's reference count as seen from here (list, loop and argument included)."""
+    return [sys.getrefcount(buffer) for buffer in buffers]
+
+
+#: What `_refcounts` reports for a buffer only the list holds, measured on this interpreter.
+IDLE_REFCOUNT = _refcounts([np.empty(0)])[0]
+
+
+class RecycledBuffers:
+    """Hands out arrays of one shape and dtype, reusing the memory of ones no longer held."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype | str, keep: int = 2) -> None:
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1, got {keep}")
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.keep = keep
+        self._owned: list[np.ndarray] = []
+
+    def take(self) -> np.ndarray:
+        """An array nothing else refers to (contents undefined): a kept one if one is idle,
+        else a new one, kept while fewer than `keep` are."""
+        for buffer, refs in zip(self._owned, _refcounts(self._owned)):
+            if refs == IDLE_REFCOUNT:
+                return buffer.view()   # the view holds `buffer` until the caller lets it go
+        buffer = np.empty(self.shape, self.dtype)
+        if len(self._owned) < self.keep:
+            self._owned.append(buffer)
+            return buffer.view()
+        return buffer
+
+    @property
+    def kept_bytes(self) -> int:
+        """Memory held between calls."""
+        return sum(buffer.nbytes for buffer in self._owned)
