@@ -58,7 +58,7 @@ def speedups(rows: pd.DataFrame, all_rows: pd.DataFrame, baseline: str) -> pd.Da
 
 
 def roof_ratios(rows: pd.DataFrame) -> pd.DataFrame:
-    """median / roof (bare fill or x + y of the same bytes, same run): 1x is the memory limit."""
+    """median / roof (fastest bare fill, or x + y, of the same bytes, same run): 1x is the limit."""
     rows = rows[~rows["is_roof"]]
     return pivot(rows, _cells(rows, rows["roof_ratio"], fmt.ratio), speed_order(rows))
 

@@ -20,6 +20,9 @@ from harness.report.recommend import REGIMES, Recommendation
 from harness.verify import LONG_POSITIONS
 
 MAX_LISTED = 40
+#: What every roof ratio divides by (harness/bench/roofs.py).
+ROOF = ("the fastest bare fill of the same bytes, into fresh or into recycled memory (for "
+        "`forward`: a bare `x + y`)")
 
 
 def commit(env: Mapping) -> str:
@@ -85,8 +88,7 @@ def accuracy_vs_speed(trades: Sequence[Tradeoff], figures: Mapping[str, Path], o
         f"at the reference size ({REFERENCE[0]}x{REFERENCE[1]} float32 when timed, else the "
         "largest size at which at least half of the implementations ran). *Pareto*: no other "
         "correct implementation, checked as far out, is both as fast and as accurate. Speedups "
-        "are medians of the same run; *x roof* is time over a bare fill (or `x + y`) of the same "
-        "bytes. A convention in parentheses is the one timed when it is not the paper's.")]
+        f"are medians of the same run; *x roof* is time over {ROOF}. A convention in parentheses is the one timed when it is not the paper's.")]
     for trade in trades:
         rows = [{"impl": p.impl + _convention(p.convention), "threads": p.threads,
                  "median": fmt.time(p.median_s),
@@ -111,8 +113,7 @@ def workload(run: Run, name: str, baseline: str, figures: Mapping[str, Path], ou
     blocks = [markdown.heading(2, f"Workload `{name}`"), (
         f"Median time per call (`{pivots.NOISY_MARK}`: noisy, IQR/median > {NOISY:.0%}); speedup "
         f"is {baseline}'s median over the implementation's (> 1x: faster); *time / roof* is the "
-        "implementation's median over a bare allocate-and-fill (or `x + y`) of the same bytes "
-        "timed in the same run (1x: at the memory limit). Rows fastest first.")]
+        f"implementation's median over {ROOF}, timed in the same run (1x: at the memory limit). Rows fastest first.")]
     blocks += [markdown.image(figures[key], out, key) for key in
                (f"{kind}-{name}" for kind in ("time", "speedup", "roof", "threads")) if key in figures]
     for dtype, threads, group in groups(rows):
