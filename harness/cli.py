@@ -12,6 +12,9 @@ import os
 import sys
 from typing import Sequence
 
+#: Where every verb writes, and `report` looks for runs, unless --out says otherwise.
+DEFAULT_OUT = "results"
+
 VERBS = {
     "list": ("harness.listing", "show implementations, conventions and availability"),
     "verify": ("harness.verify", "check every implementation against the float64 reference"),
@@ -33,7 +36,7 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
                         help="load implementations from a .py file or module (repeatable)")
     common.add_argument("--only", action="append", default=[], metavar="GLOB",
                         help="only implementations whose name matches (repeatable)")
-    common.add_argument("--out", default="results", metavar="DIR",
+    common.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                         help="output directory (default: results/)")
     common.add_argument("--quick", action="store_true", help="a small, fast case grid")
     parser = argparse.ArgumentParser(prog="pe-harness", description=__doc__.splitlines()[0])

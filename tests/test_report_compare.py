@@ -161,3 +161,13 @@ def test_build_needs_dirs_and_an_out_for_several(tmp_path):
     a, b = write_run(tmp_path, "run-a"), write_run(tmp_path, "run-b")
     with pytest.raises(ValueError, match="output directory"):
         build([a, b])
+
+
+def test_one_run_is_reported_in_place_or_in_an_explicit_out(tmp_path, capsys):
+    run = write_run(tmp_path, "run-one", bench=bench_rows(**SMALL))
+    assert main(["report", str(run)]) == 0
+    assert (run / "report.md").is_file()
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["report", str(run), "--out", str(elsewhere)]) == 0
+    assert (elsewhere / "report.md").is_file()
+    assert f"wrote {elsewhere / 'report.md'}" in capsys.readouterr().out
