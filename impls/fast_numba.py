@@ -177,13 +177,25 @@ def build_numba_angleadd_recycled(spec: Spec):
     return _build_table(spec, np.dtype(spec.dtype), recycle=True)
 
 
+def _build_forward(spec: Spec, x: np.ndarray, recycle: bool = False):
+    run = _sweeper(spec, np.dtype(spec.dtype))
+    _warm(run, spec, x)
+    buffers = RecycledBuffers(x.shape, x.dtype) if recycle else None
+
+    def forward():
+        return run(buffers.take() if buffers else first_touch(np.empty(x.shape, x.dtype)), x)
+
+    return forward
+
+
 @register(name="numba-fused-forward", backend="numba", workload="forward", supports=EVERY_CONVENTION)
 def build_numba_fused_forward(spec: Spec, x: np.ndarray):
     """x + PE with each PE row computed once per position and added to every batch row."""
-    run = _sweeper(spec, np.dtype(spec.dtype))
-    _warm(run, spec, x)
+    return _build_forward(spec, x)
 
-    def forward():
-        return run(first_touch(np.empty(x.shape, x.dtype)), x)
 
-    return forward
+@register(name="numba-fused-forward-recycled", backend="numba", workload="forward",
+          supports=EVERY_CONVENTION)
+def build_numba_fused_forward_recycled(spec: Spec, x: np.ndarray):
+    """numba-fused-forward writing into the memory of an output the caller has let go."""
+    return _build_forward(spec, x, recycle=True)

@@ -14,6 +14,7 @@ from impls.fast_numba import BLOCK, BLOCK_EXACT
 numba = pytest.importorskip("numba")
 
 TABLES = ["numba-angleadd", "numba-angleadd-f64", "numba-angleadd-recycled"]
+FORWARDS = ["numba-fused-forward", "numba-fused-forward-recycled"]
 LONG = Spec(262_144, 8)   # every block-start rotation of a long table, narrow to stay fast
 
 
@@ -65,18 +66,24 @@ def test_more_threads_than_blocks(threads):
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("spec", [Spec(BLOCK + 3, 12), Spec(40, 9, odd="pad", dtype="float64"), Spec(1, 2)],
                          ids=lambda s: s.short())
-def test_fused_forward(spec, n_threads, threads):
+@pytest.mark.parametrize("name", FORWARDS)
+def test_fused_forward(name, spec, n_threads, threads):
     threads(n_threads)
-    assert check(REGISTRY.get("numba-fused-forward"), spec).status == "pass"
+    assert check(REGISTRY.get(name), spec).status == "pass"
 
 
-def test_fused_forward_does_not_touch_x():
+@pytest.mark.parametrize("name", FORWARDS)
+def test_fused_forward_does_not_touch_x(name):
     spec = Spec(70, 8)
     x = forward_input(spec)
     before = x.copy()
-    out = REGISTRY.get("numba-fused-forward").build(spec, x)()
+    forward = REGISTRY.get(name).build(spec, x)
+    first = forward()
+    second = forward()   # the first is still held: a recycled output must not be reused
     np.testing.assert_array_equal(x, before)
-    np.testing.assert_allclose(out, x + reference(spec), rtol=0, atol=1e-6)
+    assert not np.shares_memory(first, second)
+    for out in (first, second):
+        np.testing.assert_allclose(out, x + reference(spec), rtol=0, atol=1e-6)
 
 
 def test_recycled_tables_reuse_only_memory_nobody_holds():

@@ -69,7 +69,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds for the whole sweep; cells that will not fit are skipped")
     run = parser.add_argument_group("run")
     run.add_argument("--resume", nargs="?", const=NEWEST, metavar="RUN_DIR",
-                     help="finish an interrupted run (default: the newest under --out)")
+                     help="finish an interrupted run (default: the newest under --out); "
+                          "cells it recorded as error or timeout are kept, not retried")
     run.add_argument("--no-post", action="store_true",
                      help="skip verify, conventions, precision and the report afterwards")
     run.add_argument("--dry-run", action="store_true", help="print the planned cells and stop")

@@ -90,6 +90,31 @@ def numpy_add(spec: Spec, x: np.ndarray):
     return lambda: x + pe
 
 
+@ROOFS.register(name="roof-recycled-add", backend="numpy", workload="forward", supports=NUMPY_DTYPES)
+def recycled_add(spec: Spec, x: np.ndarray):
+    """x + pe into memory let go by the previous call: the forward limit without page faults
+    (TensorFlow's caching allocator recycles its outputs like this on its own)."""
+    pe, buffers = np.ones((spec.length, spec.d_model), x.dtype), RecycledBuffers(x.shape, x.dtype)
+    return lambda: np.add(x, pe, out=buffers.take())
+
+
+@ROOFS.register(name="roof-recycled-torch-add", backend="torch", workload="forward",
+                supports=NUMPY_DTYPES)
+def recycled_torch_add(spec: Spec, x: np.ndarray):
+    """roof-recycled-add with torch's multi-threaded add."""
+    import torch
+
+    xt, pe = torch.from_numpy(x), torch.ones((spec.length, spec.d_model), dtype=getattr(torch, spec.dtype))
+    buffers = RecycledBuffers(x.shape, x.dtype)
+
+    def add():
+        out = buffers.take()
+        torch.add(xt, pe, out=torch.from_numpy(out))
+        return out
+
+    return add
+
+
 def _torch_fill(device: str):
     def build(spec: Spec):
         import torch

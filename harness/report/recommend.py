@@ -64,6 +64,9 @@ class Recommendation:
     runner_up: Optional[str] = None
     lead: float = math.nan
     excluded: tuple[str, ...] = ()
+    #: Geometric mean of its first calls over the same sizes: a one-off build costs this,
+    #: not `score_s` (JIT, page faults and nothing yet to recycle all land here).
+    first_call_s: float = math.nan
 
 
 def recommend(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> list[Recommendation]:
@@ -101,10 +104,10 @@ def _pick(group: pd.DataFrame, verify: Optional[pd.DataFrame]) -> Optional[Recom
     return Recommendation(first["workload"], regime_of(int(first["elements"])), dtype,
                           first["device"], int(first["threads"]), winner, convention,
                           scores[winner], len(common), long_accuracy(verify, winner, dtype),
-                          runner_up, lead, excluded)
+                          runner_up, lead, excluded, _geomean(group, winner, common, "first_call_s"))
 
 
-def _geomean(group: pd.DataFrame, impl: str, cells: set) -> float:
+def _geomean(group: pd.DataFrame, impl: str, cells: set, column: str = "median_s") -> float:
     mine = group[(group["impl"] == impl)]
     keep = [c in cells for c in zip(mine["length"], mine["d_model"], mine["batch"])]
-    return float(np.exp(np.log(mine.loc[keep, "median_s"]).mean()))
+    return float(np.exp(np.log(mine.loc[keep, column].astype(float)).mean()))

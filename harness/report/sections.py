@@ -55,7 +55,8 @@ def recommendation(picks: Sequence[Recommendation], verified: bool = True) -> st
         "For each size regime x dtype x device x threads, the fastest implementation that passes "
         "`verify` (no fail or error in verify.csv; an implementation missing from it is never "
         "recommended). *time* is the geometric mean of its medians over the regime's sizes; *lead* "
-        "is the runner-up's time over the winner's (the geometric mean of the per-size ratios). "
+        "is the runner-up's time over the winner's (the geometric mean of the per-size ratios); "
+        "*first call* is the same mean of its first calls, what a one-off build costs. "
         f"*accuracy* is its worst max abs error in that dtype over verify cases reaching "
         f"{fmt.count(LONG_POSITIONS)} positions or more (else the farthest case it ran). Regimes: "
         + "; ".join(r.label for r in REGIMES)
@@ -70,7 +71,7 @@ def recommendation(picks: Sequence[Recommendation], verified: bool = True) -> st
     for workload in dict.fromkeys(p.workload for p in picks):
         rows = [{"regime": p.regime.name, "dtype": p.dtype, "device": p.device,
                  "threads": p.threads, "recommended": f"**{p.impl}**" + _convention(p.convention),
-                 "time": fmt.time(p.score_s),
+                 "time": fmt.time(p.score_s), "first call": fmt.time(p.first_call_s),
                  "sizes": p.cells, "accuracy": str(p.accuracy) if p.accuracy else "-",
                  "lead": fmt.ratio(p.lead), "runner-up": p.runner_up or "-",
                  "faster but excluded": "; ".join(p.excluded)}
