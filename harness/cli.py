@@ -36,7 +36,7 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
                         help="load implementations from a .py file or module (repeatable)")
     common.add_argument("--only", action="append", default=[], metavar="GLOB",
                         help="only implementations whose name matches (repeatable)")
-    common.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+    common.add_argument("--out", metavar="DIR",
                         help="output directory (default: results/)")
     common.add_argument("--quick", action="store_true", help="a small, fast case grid")
     parser = argparse.ArgumentParser(prog="pe-harness", description=__doc__.splitlines()[0])
@@ -47,12 +47,20 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
     return parser
 
 
+def parse(modules: dict, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parsed arguments; every verb gets an --out directory, and `report` learns whether it
+    was given (a default set on one subparser would change the shared option for all)."""
+    args = build_parser(modules).parse_args(argv)
+    args.out_given, args.out = args.out is not None, args.out or DEFAULT_OUT
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from harness import PluginError, implementations
 
     modules = _verb_modules()
-    args = build_parser(modules).parse_args(argv)
+    args = parse(modules, argv)
     try:
         impls = implementations(args.plugin)
     except PluginError as exc:

@@ -44,3 +44,14 @@ def test_module_entry_point_runs():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("seed-") == 5
+
+
+def test_every_verb_defaults_out_to_results_and_knows_when_it_was_given():
+    import harness.cli as cli
+
+    modules = cli._verb_modules()
+    for verb in cli.VERBS:
+        args = cli.parse(modules, [verb] + (["x.npy"] if verb == "identify" else []))
+        assert (args.out, args.out_given) == ("results", False), verb
+    args = cli.parse(modules, ["report", "some-run", "--out", "elsewhere"])
+    assert (args.out, args.out_given) == ("elsewhere", True)

@@ -2,9 +2,10 @@
 
 One DIR: its report is rebuilt in place, or in --out when given. Several: a
 side-by-side report (one column per machine and run id) is written to --out
-(default results/). No DIR: the newest run under --out. `--compare BASE` adds each cell's change against the BASE run;
-with `--fail-slower PCT` the command exits 1 when a cell's median rose by more
-than both PCT % and the two runs' IQRs added, and prints those cells.
+(default results/). No DIR: the newest run under --out. `--compare BASE` adds
+each cell's change against the BASE run; with `--fail-slower PCT` the command
+exits 1 when a cell's median rose by more than both PCT % and the two runs'
+IQRs added, and prints those cells.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli import DEFAULT_OUT
 from harness.registry import Implementation
 from harness.report.pipeline import build
 from harness.report.compare import broken, changes, check_pct, overlap, slower
@@ -32,7 +32,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-slower", type=float, metavar="PCT",
                         help="with --compare: exit 1 when a cell is slower by more than PCT %% "
                              "and by more than the two runs' IQRs added")
-    parser.set_defaults(out=None)   # so that an explicit --out can be told from the default
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
@@ -41,10 +40,10 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         raise ValueError("--fail-slower needs --compare BASE_DIR")
     if args.fail_slower is not None:
         check_pct(args.fail_slower)
-    root = Path(args.out or DEFAULT_OUT)
+    root = Path(args.out)
     if args.dirs:
         dirs = args.dirs
-        out = Path(args.out) if args.out else (root if len(dirs) > 1 else None)
+        out = root if args.out_given or len(dirs) > 1 else None
     else:   # --out is where the runs are: the newest is reported in place
         dirs, out = [newest_run(root)], None
     path = build(dirs, out, baseline=args.baseline, compare=args.compare, only=args.only)
