@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.bench import budget, journal, results
+from harness.bench import budget, journal, peak, results
 from harness.bench.cells import Cell, Outcome, choose_convention, row
 from harness.bench.grid import Grid, choose, plan
 from harness.bench.settings import Limits, Timing
@@ -155,3 +155,20 @@ def test_exit_descriptions_name_the_signal():
 def test_outcome_refuses_an_unknown_status():
     with pytest.raises(ValueError, match="status must be one of"):
         Outcome("fine")
+
+
+def test_peak_memory_counts_temporaries_freed_within_the_call():
+    """tracemalloc for NumPy, and the resident-set high-water mark where tracemalloc is blind:
+    both must see a 64 MB temporary that is gone by the time the call returns."""
+    def call():
+        temporary = np.ones(8_000_000)   # 64 MB, freed before returning
+        return np.ones(1_000_000) + temporary[:1_000_000]
+
+    used, method = peak.measure(call, "numpy", "cpu")
+    assert method == "tracemalloc" and used >= 64e6
+    if not peak._can_reset_peak():
+        pytest.skip("no /proc/self/clear_refs here: the rss-peak method is not used")
+    assert peak.method_for("torch", "cpu") == "rss-peak"
+    used, method = peak.measure(call, "torch", "cpu")
+    assert method == "rss-peak" and used >= 64e6
+    assert peak._rss(call) < 32e6   # what the after-minus-before delta saw: 8 MB
