@@ -31,7 +31,13 @@ _CONVENTIONS: list[dict] = [
     dict(d_model=33, odd="extend"),
     dict(scale=1000.0, layout="concat", freq_shift=1, length=100),
     dict(layout="concat", length=262_144, d_model=8),
-    dict(layout="concat", freq_shift=1, length=262_144, d_model=8),
+    # offset 2 (fairseq's padding_idx 1) and cos_first (guided-diffusion) change nothing for the
+    # general implementations, and give the narrow library conventions long and odd cases too
+    dict(layout="concat", freq_shift=1, offset=2, length=262_144, d_model=8),
+    dict(cos_first=True, layout="concat", length=262_144, d_model=8),
+    dict(d_model=33, odd="pad", layout="concat", freq_shift=1, offset=2),
+    dict(d_model=33, odd="pad", layout="concat", cos_first=True, offset=5),
+    dict(d_model=33, odd="extend", layout="concat", offset=7),   # Marian with past keys
 ]
 
 

@@ -170,5 +170,5 @@ def test_peak_memory_counts_temporaries_freed_within_the_call():
         pytest.skip("no /proc/self/clear_refs here: the rss-peak method is not used")
     assert peak.method_for("torch", "cpu") == "rss-peak"
     used, method = peak.measure(call, "torch", "cpu")
-    assert method == "rss-peak" and used >= 64e6
+    assert method == "rss-peak" and used >= 48e6   # pages, some of them resident already
     assert peak._rss(call) < 32e6   # what the after-minus-before delta saw: 8 MB
