@@ -11,12 +11,13 @@ still holds it, gets the small-table behaviour at every size. The price: up to
 Holders are counted with `sys.getrefcount`: every NumPy view keeps a reference
 to the array that owns the memory, and so do `torch.from_numpy` and buffer
 exports. A bare address (`arr.ctypes.data`) holds nothing, as with any freed
-array. Not thread-safe: one builder, one caller at a time.
+array. A lock makes `take` safe to call from several threads.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -40,18 +41,20 @@ class RecycledBuffers:
         self.dtype = np.dtype(dtype)
         self.keep = keep
         self._owned: list[np.ndarray] = []
+        self._lock = threading.Lock()   # between the idle check and the view that ends it
 
     def take(self) -> np.ndarray:
         """An array nothing else refers to (contents undefined): a kept one if one is idle,
         else a new one, kept while fewer than `keep` are."""
-        for buffer, refs in zip(self._owned, _refcounts(self._owned)):
-            if refs == IDLE_REFCOUNT:
-                return buffer.view()   # the view holds `buffer` until the caller lets it go
-        buffer = np.empty(self.shape, self.dtype)
-        if len(self._owned) < self.keep:
-            self._owned.append(buffer)
-            return buffer.view()
-        return buffer
+        with self._lock:
+            for buffer, refs in zip(self._owned, _refcounts(self._owned)):
+                if refs == IDLE_REFCOUNT:
+                    return buffer.view()   # the view holds `buffer` until the caller lets it go
+            buffer = np.empty(self.shape, self.dtype)
+            if len(self._owned) < self.keep:
+                self._owned.append(buffer)
+                return buffer.view()
+            return buffer
 
     @property
     def kept_bytes(self) -> int:

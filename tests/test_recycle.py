@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,25 @@ def test_keeps_at_most_keep_buffers_and_then_allocates_plainly():
 def test_keep_must_be_positive():
     with pytest.raises(ValueError, match="keep must be at least 1, got 0"):
         RecycledBuffers((1,), "float32", keep=0)
+
+
+def test_threads_taking_at_once_never_share_memory():
+    rounds, n = 50, 8
+    buffers = RecycledBuffers((256,), "float32", keep=2)
+    barrier = threading.Barrier(n, timeout=30)
+    held_at_once = [[0] * n for _ in range(rounds)]   # [round][thread] -> address
+
+    def worker(i: int) -> None:
+        for r in range(rounds):
+            held = buffers.take()
+            held_at_once[r][i] = _address(held)
+            barrier.wait()            # every thread holds its array at this moment
+            del held
+            barrier.wait()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(len(set(addresses)) == n for addresses in held_at_once)
