@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -146,13 +146,10 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
         args = (x,)
 
     start = time.perf_counter()
-    try:
-        fn = call_with_deadline(lambda: impl.build(spec, *args), timeout_s)
-        first = call_with_deadline(fn, timeout_s)
-    except CallTimeout as exc:
-        return verdict("error", f"timeout: {exc}", seconds=time.perf_counter() - start)
-    except Exception as exc:
-        return verdict("error", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
+    fn, why = _call(lambda: impl.build(spec, *args), timeout_s)
+    first, why = (None, why) if why else _call(fn, timeout_s)
+    if why:
+        return verdict("error", why, seconds=time.perf_counter() - start)
     comparison = compare(first, expected, allowed, spec.dtype)
     if comparison.reason:
         return verdict("fail", comparison.reason, comparison, time.perf_counter() - start)
@@ -160,23 +157,40 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
     # Every call must compute a fresh result (a forward may keep its table, never its output):
     # poison what it returned and call again; where it cannot be poisoned, it must not come back.
     poisoned = poison(first)
-    try:
-        second = call_with_deadline(fn, timeout_s)
-    except CallTimeout as exc:
-        return verdict("error", f"timeout: second call {exc}", comparison, time.perf_counter() - start)
-    except Exception as exc:
-        return verdict("error", f"second call: {type(exc).__name__}: {exc}", comparison,
-                       time.perf_counter() - start)
-    seconds = time.perf_counter() - start
+    second, why = _call(fn, timeout_s)
+    if why:
+        return verdict("error", "second call: " + why, comparison, time.perf_counter() - start)
     if not poisoned and same_buffer(first, second):
         return verdict("fail", "returned the same buffer twice: a cached result, not a builder",
-                       comparison, seconds)
+                       comparison, time.perf_counter() - start)
     again = compare(second, expected, allowed, spec.dtype)
     if again.reason:
         why = "after poisoning the first result: " if poisoned else "second call: "
         hint = " (a cached result, not a builder)" if poisoned and "NaN" in again.reason else ""
-        return verdict("fail", why + again.reason + hint, again, seconds)
-    return verdict("pass", "", comparison, seconds)
+        return verdict("fail", why + again.reason + hint, again, time.perf_counter() - start)
+    if not (poisoned and poison(second)):
+        return verdict("pass", "", comparison, time.perf_counter() - start)
+    # Memory the caller has let go may be reused (harness.recycle), but must be written again:
+    # let both poisoned results go and call a third time.
+    del first, second
+    third, why = _call(fn, timeout_s)
+    if why:
+        return verdict("error", "third call: " + why, comparison, time.perf_counter() - start)
+    last = compare(third, expected, allowed, spec.dtype)
+    if last.reason:
+        return verdict("fail", "after letting two poisoned results go: " + last.reason
+                       + " (reused memory without writing it)", last, time.perf_counter() - start)
+    return verdict("pass", "", comparison, time.perf_counter() - start)
+
+
+def _call(fn: Callable[[], Any], timeout_s: float) -> tuple[Any, str]:
+    """(result, "") or (None, why the call failed): an implementation's fault is a verdict."""
+    try:
+        return call_with_deadline(fn, timeout_s), ""
+    except CallTimeout as exc:
+        return None, f"timeout: {exc}"
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 def forward_input(spec: Spec, batch: int = FORWARD_BATCH) -> np.ndarray:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -34,12 +35,16 @@ IDLE_REFCOUNT = _refcounts([np.empty(0)])[0]
 class RecycledBuffers:
     """Hands out arrays of one shape and dtype, reusing the memory of ones no longer held."""
 
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype | str, keep: int = 2) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype | str, keep: int = 2,
+                 allocate: Optional[Callable[[], np.ndarray]] = None) -> None:
+        """`allocate`: how a new buffer is made (default `np.empty`); a builder that faults
+        pages in from one thread (`harness.memory.first_touch`) passes that here."""
         if keep < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.keep = keep
+        self._allocate = allocate or (lambda: np.empty(self.shape, self.dtype))
         self._owned: list[np.ndarray] = []
         self._lock = threading.Lock()   # between the idle check and the view that ends it
 
@@ -50,7 +55,7 @@ class RecycledBuffers:
             for buffer, refs in zip(self._owned, _refcounts(self._owned)):
                 if refs == IDLE_REFCOUNT:
                     return buffer.view()   # the view holds `buffer` until the caller lets it go
-            buffer = np.empty(self.shape, self.dtype)
+            buffer = self._allocate()
             if len(self._owned) < self.keep:
                 self._owned.append(buffer)
                 return buffer.view()

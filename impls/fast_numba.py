@@ -22,6 +22,7 @@ since rotation drift of ~1e-13 would exceed a float64 tolerance.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
@@ -144,14 +145,20 @@ def _warm(run, spec: Spec, x=None) -> None:
     run(tiny, None if x is None else np.ascontiguousarray(x[:, :1]))
 
 
+def _outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.ndarray]:
+    """Each call's output buffer: fresh, or recycled (harness.recycle). New memory is faulted
+    in by this thread before the parallel pass either way (`first_touch`)."""
+    fresh = lambda: first_touch(np.empty(shape, dtype))   # noqa: E731
+    return RecycledBuffers(shape, dtype, allocate=fresh).take if recycle else fresh
+
+
 def _build_table(spec: Spec, arithmetic: np.dtype, recycle: bool = False):
     run = _sweeper(spec, arithmetic)
     _warm(run, spec)
-    shape = (spec.length, spec.d_model)
-    buffers = RecycledBuffers(shape, spec.dtype) if recycle else None
+    output = _outputs((spec.length, spec.d_model), spec.dtype, recycle)
 
     def table():
-        out = buffers.take() if buffers else first_touch(np.empty(shape, spec.dtype))
+        out = output()
         run(out[None])
         return out
 
@@ -180,10 +187,10 @@ def build_numba_angleadd_recycled(spec: Spec):
 def _build_forward(spec: Spec, x: np.ndarray, recycle: bool = False):
     run = _sweeper(spec, np.dtype(spec.dtype))
     _warm(run, spec, x)
-    buffers = RecycledBuffers(x.shape, x.dtype) if recycle else None
+    output = _outputs(x.shape, x.dtype, recycle)
 
     def forward():
-        return run(buffers.take() if buffers else first_touch(np.empty(x.shape, x.dtype)), x)
+        return run(output(), x)
 
     return forward
 

@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from harness import Spec, Supports
+from harness.recycle import RecycledBuffers
 from harness.reference import column_plan
 from harness.registry import Implementation
 
@@ -62,6 +63,20 @@ def _cached(spec):
     return lambda: cached
 
 
+def _recycled_unwritten(spec):
+    """Writes only into fresh memory: a buffer it gets back is returned as it was left."""
+    buffers = RecycledBuffers((spec.length, spec.d_model), spec.dtype)
+    written: set[int] = set()
+
+    def call():
+        out = buffers.take()
+        if out.__array_interface__["data"][0] not in written:
+            out[...] = table(spec)
+            written.add(out.__array_interface__["data"][0])
+        return out
+    return call
+
+
 def _float16_angles(spec):
     return lambda: table(spec, angle_dtype=np.float16)
 
@@ -102,6 +117,7 @@ WRONG: dict[str, Callable] = {
     "concat-as-interleaved": _concat_as_interleaved,
     "one-nan": _one_nan,
     "cached-table": _cached,
+    "recycled-unwritten": _recycled_unwritten,
     "float16-angles": _float16_angles,
     "base-ignored": _base_ignored,
     "last-column-wrong": _last_column_wrong,

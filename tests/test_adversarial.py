@@ -32,6 +32,12 @@ def test_cached_table_is_named_as_such():
     assert "cached result" in checks[0].reason
 
 
+def test_reused_memory_not_written_again_is_named_as_such():
+    checks = verify.run([adversaries.implementation("recycled-unwritten")], F32[:3])
+    assert all(c.status == "fail" for c in checks)
+    assert "reused memory without writing it" in checks[0].reason
+
+
 def test_drift_is_located_past_position_1000():
     checks = verify.run([adversaries.implementation("drift-past-1000")], CASES)
     failed = [c for c in checks if c.status == "fail"]

@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+from harness import recycle
 from harness.recycle import RecycledBuffers
 
 
@@ -64,23 +65,48 @@ def test_keep_must_be_positive():
         RecycledBuffers((1,), "float32", keep=0)
 
 
-def test_threads_taking_at_once_never_share_memory():
-    rounds, n = 50, 8
-    buffers = RecycledBuffers((256,), "float32", keep=2)
-    barrier = threading.Barrier(n, timeout=30)
-    held_at_once = [[0] * n for _ in range(rounds)]   # [round][thread] -> address
+def test_the_idle_check_and_the_hand_out_are_one_step(monkeypatch):
+    """Two threads that both see a buffer idle must not both get it. The first thread is held
+    between its check and its hand-out until the second has checked too (or 0.5 s passed):
+    without the lock both would see the kept buffer idle and share it."""
+    buffers = RecycledBuffers((16,), "float32", keep=1)
+    buffers.take()                         # one kept buffer, let go at once: idle
+    meet = threading.Barrier(2, timeout=0.5)
+    count = recycle._refcounts
 
-    def worker(i: int) -> None:
-        for r in range(rounds):
-            held = buffers.take()
-            held_at_once[r][i] = _address(held)
-            barrier.wait()            # every thread holds its array at this moment
-            del held
-            barrier.wait()
+    def count_then_wait(kept):
+        counts = count(kept)
+        try:
+            meet.wait()
+        except threading.BrokenBarrierError:
+            pass                           # the other thread is blocked on the lock
+        return counts
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    monkeypatch.setattr(recycle, "_refcounts", count_then_wait)
+    got: list = [None, None]
+
+    def take(i: int) -> None:
+        got[i] = buffers.take()
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert all(len(set(addresses)) == n for addresses in held_at_once)
+    assert not np.shares_memory(got[0], got[1])
+
+
+def test_new_buffers_come_from_the_given_allocator():
+    made: list[int] = []   # addresses only: holding the arrays would keep them busy
+
+    def allocate() -> np.ndarray:
+        buffer = np.full((3,), 7.0, "float32")
+        made.append(_address(buffer))
+        return buffer
+
+    buffers = RecycledBuffers((3,), "float32", allocate=allocate)
+    first = buffers.take()
+    assert made == [_address(first)] and (first == 7.0).all()
+    del first
+    buffers.take()
+    assert len(made) == 1   # reused, not allocated again
