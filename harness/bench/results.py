@@ -1,7 +1,8 @@
 """From journal rows to the tidy `bench.csv`: one row per cell, derived columns added.
 
 `gbps` is output bytes per second of the median call. `roof_s` is the fastest
-roof (allocate-and-fill, or bare x + pe) for the same output in the same run:
+roof (a fill, or a bare x + pe, into fresh or recycled memory: harness.bench.roofs)
+for the same output in the same run:
 same workload, shape, dtype, threads, device and batch; `roof_ratio` =
 median_s / roof_s, so 1 means "as fast as writing the memory".
 """

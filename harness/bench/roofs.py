@@ -2,14 +2,15 @@
 
 No table builder can beat allocating its output and writing every element once,
 so every `table` cell is also timed as `empty + fill` of the same shape and
-dtype (and as a fill of recycled memory, the limit for builders that reuse it), and every `forward` cell as the bare `x + pe` of the same arrays (the
-table already built). Roofs live in their own registry: they are bench's
+dtype, and every `forward` cell as the bare `x + pe` of the same arrays (the
+table already built): once into fresh memory and once into memory the previous
+call let go (see `_recycled`); `roof_ratio` divides by the fastest. Roofs live in their own registry: they are bench's
 yardstick, not implementations users choose between, and never run in verify.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -54,65 +55,11 @@ def numpy_torch_fill(spec: Spec):
     return fill
 
 
-@ROOFS.register(name="roof-recycled-fill", backend="numpy", supports=NUMPY_DTYPES)
-def recycled_fill(spec: Spec):
-    """fill into memory let go by the previous call: the limit without page faults, which
-    malloc gives every allocation below 32 MiB anyway and RecycledBuffers gives at any size."""
-    buffers = RecycledBuffers((spec.length, spec.d_model), spec.dtype)
-
-    def fill():
-        out = buffers.take()
-        out.fill(1.0)
-        return out
-
-    return fill
-
-
-@ROOFS.register(name="roof-recycled-torch-fill", backend="torch", supports=NUMPY_DTYPES)
-def recycled_torch_fill(spec: Spec):
-    """roof-recycled-fill with torch's multi-threaded fill_."""
-    import torch
-
-    buffers = RecycledBuffers((spec.length, spec.d_model), spec.dtype)
-
-    def fill():
-        out = buffers.take()
-        torch.from_numpy(out).fill_(1.0)
-        return out
-
-    return fill
-
-
 @ROOFS.register(name="roof-numpy-add", backend="numpy", workload="forward", supports=NUMPY_DTYPES)
 def numpy_add(spec: Spec, x: np.ndarray):
     """x + pe with pe already built: what any forward implementation must at least do."""
     pe = np.ones((spec.length, spec.d_model), x.dtype)
     return lambda: x + pe
-
-
-@ROOFS.register(name="roof-recycled-add", backend="numpy", workload="forward", supports=NUMPY_DTYPES)
-def recycled_add(spec: Spec, x: np.ndarray):
-    """x + pe into memory let go by the previous call: the forward limit without page faults
-    (TensorFlow's caching allocator recycles its outputs like this on its own)."""
-    pe, buffers = np.ones((spec.length, spec.d_model), x.dtype), RecycledBuffers(x.shape, x.dtype)
-    return lambda: np.add(x, pe, out=buffers.take())
-
-
-@ROOFS.register(name="roof-recycled-torch-add", backend="torch", workload="forward",
-                supports=NUMPY_DTYPES)
-def recycled_torch_add(spec: Spec, x: np.ndarray):
-    """roof-recycled-add with torch's multi-threaded add."""
-    import torch
-
-    xt, pe = torch.from_numpy(x), torch.ones((spec.length, spec.d_model), dtype=getattr(torch, spec.dtype))
-    buffers = RecycledBuffers(x.shape, x.dtype)
-
-    def add():
-        out = buffers.take()
-        torch.add(xt, pe, out=torch.from_numpy(out))
-        return out
-
-    return add
 
 
 def _torch_fill(device: str):
@@ -154,6 +101,62 @@ def _register_torch_roofs() -> None:
 
 
 _register_torch_roofs()
+
+
+def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
+    """A roof that writes into memory let go by the previous call (harness.recycle): the limit
+    without page faults, which malloc gives every allocation below 32 MiB anyway and
+    RecycledBuffers gives at any size. `write_into(spec[, x])` runs untimed and returns the
+    write of one output into a given buffer."""
+
+    def build(spec: Spec, *x: np.ndarray):
+        shape = x[0].shape if x else (spec.length, spec.d_model)
+        write, buffers = write_into(spec, *x), RecycledBuffers(shape, spec.dtype)
+
+        def call():
+            out = buffers.take()
+            write(out)
+            return out
+
+        return call
+
+    build.__doc__ = write_into.__doc__
+    return build
+
+
+def _fill_numpy(spec: Spec):
+    """fill into recycled memory (NumPy, one thread)"""
+    return lambda out: out.fill(1.0)
+
+
+def _fill_torch(spec: Spec):
+    """fill into recycled memory (torch's multi-threaded fill_)"""
+    import torch
+
+    return lambda out: torch.from_numpy(out).fill_(1.0)
+
+
+def _add_numpy(spec: Spec, x: np.ndarray):
+    """x + pe into recycled memory (NumPy); TensorFlow's caching allocator recycles like this"""
+    pe = np.ones((spec.length, spec.d_model), x.dtype)
+    return lambda out: np.add(x, pe, out=out)
+
+
+def _add_torch(spec: Spec, x: np.ndarray):
+    """x + pe into recycled memory (torch's multi-threaded add)"""
+    import torch
+
+    xt, pe = torch.from_numpy(x), torch.ones((spec.length, spec.d_model), dtype=getattr(torch, spec.dtype))
+    return lambda out: torch.add(xt, pe, out=torch.from_numpy(out))
+
+
+for _name, _backend, _workload, _write in (
+        ("roof-recycled-fill", "numpy", "table", _fill_numpy),
+        ("roof-recycled-torch-fill", "torch", "table", _fill_torch),
+        ("roof-recycled-add", "numpy", "forward", _add_numpy),
+        ("roof-recycled-torch-add", "torch", "forward", _add_torch)):
+    ROOFS.register(name=_name, backend=_backend, workload=_workload,
+                   supports=NUMPY_DTYPES)(_recycled(_write))
 
 
 def roofs_for(workload: str, device: str) -> Iterable[Implementation]:

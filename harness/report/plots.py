@@ -26,7 +26,7 @@ TIME_AXIS = FuncFormatter(lambda v, _: fmt.time(v))
 SATURATE = 4.0
 #: What the roof of each workload is (DESIGN.md: a roof in every run).
 ROOFS = {"table": "fastest bare fill of the same bytes (fresh or recycled memory)",
-         "forward": "bare x + y of the same shape"}
+         "forward": "fastest bare x + y of the same shape (fresh or recycled memory)"}
 #: A float32 angle p * inv_freq is rounded to ~2^-24 relative, so sin is off by up to ~p * 2^-24.
 F32_ANGLE_ROUNDING = 2.0**-24
 

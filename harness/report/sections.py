@@ -21,8 +21,8 @@ from harness.verify import LONG_POSITIONS
 
 MAX_LISTED = 40
 #: What every roof ratio divides by (harness/bench/roofs.py).
-ROOF = ("the fastest bare fill of the same bytes, into fresh or into recycled memory (for "
-        "`forward`: a bare `x + y`)")
+ROOF = ("the fastest bare fill of the same bytes (for `forward`: bare `x + y`), into fresh or "
+        "into recycled memory")
 
 
 def commit(env: Mapping) -> str:
