@@ -117,7 +117,8 @@ def same_buffer(first: Any, second: Any) -> bool:
 
 
 def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
-    """Build, call, compare; call again after poisoning; never raises for the impl's faults."""
+    """Build, call, compare; call again after poisoning the result, and once more after letting
+    both poisoned results go; never raises for the impl's faults."""
 
     def verdict(status: str, reason: str = "", comparison: Optional[Comparison] = None,
                 seconds: float = 0.0) -> Check:

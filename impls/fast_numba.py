@@ -85,8 +85,8 @@ def _jit() -> SimpleNamespace:
     def sweep(out, x, w, a, b, offset, X, Y, cos_step, sin_step, exact):
         """out[n, p] = PE[p] (x is None) or x[n, p] + PE[p]; X, Y's dtype is the arithmetic's.
 
-        The element loops index 2-D arrays directly: slicing a row per call costs
-        ~20% of the time at 8192 x 1024 (measured), more than the arithmetic."""
+        The element loops index 2-D arrays directly: a row-slicing helper called per
+        row was ~8% slower at 8192 x 1024 (measured on recycled memory)."""
         batch, length, d = out.shape
         block = X.shape[0]
         nblocks = (length + block - 1) // block
