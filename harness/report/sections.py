@@ -56,7 +56,9 @@ def recommendation(picks: Sequence[Recommendation], verified: bool = True) -> st
         "`verify` (no fail or error in verify.csv; an implementation missing from it is never "
         "recommended). *time* is the geometric mean of its medians over the regime's sizes; *lead* "
         "is the runner-up's time over the winner's (the geometric mean of the per-size ratios); "
-        "*first call* is the same mean of its first calls, what a one-off build costs. "
+        "*first call* is the same mean of its first calls, what a one-off build costs (names "
+        "ending in `-recycled` reuse the memory of outputs the caller has let go: their *time* "
+        "is a rebuild's). "
         f"*accuracy* is its worst max abs error in that dtype over verify cases reaching "
         f"{fmt.count(LONG_POSITIONS)} positions or more (else the farthest case it ran). Regimes: "
         + "; ".join(r.label for r in REGIMES)
