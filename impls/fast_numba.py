@@ -10,7 +10,8 @@ recurrences: one direct sin/cos per column per thread, then block after block
 10^4 rotations is ~1e-12, invisible in float32. `numba-angleadd-recycled` runs
 the same kernel into the memory of a table the caller has let go
 (harness.recycle), so a rebuilt table costs no page faults: ~1.4x a bare fill
-instead of ~1.2x a fresh allocate-and-fill that is itself twice the fill.
+of reused memory, where the fresh designs sit near a fresh allocate-and-fill
+that is itself 2-4x that fill (docs/fast.md).
 
 Where the error comes from: `numba-angleadd` rounds P, Q, X, Y to the output
 dtype and multiply-adds there (max ~1.4e-7 in float32 at any position);
