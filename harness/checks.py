@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from harness import backends
 from harness.convert import dtype_name, to_numpy
 from harness.deadline import CallTimeout, call_with_deadline
 from harness.reference import reference
@@ -93,19 +94,10 @@ def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str
 
 
 def poison(out: Any) -> bool:
-    """Fill the returned buffer with NaN in place; False when it is immutable (TF tensors)."""
-    if isinstance(out, np.ndarray):
-        if not out.flags.writeable:
-            return False
-        out.fill(np.nan)
-        return True
-    if type(out).__module__.startswith("torch"):
-        import torch
-
-        with torch.no_grad():
-            out.fill_(float("nan"))
-        return True
-    return False
+    """Fill the returned buffer with NaN in place (by its backend's adapter); False when it
+    cannot be poisoned (immutable TF and JAX tensors, read-only views, unknown types)."""
+    owner = backends.owner(out)
+    return bool(owner is not None and owner.poison is not None and owner.poison(out))
 
 
 def same_buffer(first: Any, second: Any) -> bool:

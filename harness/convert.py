@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from harness import backends
+
 
 def dtype_name(x: Any) -> str:
     """'float32', 'bfloat16', ... for numpy arrays, torch tensors and TF tensors."""
@@ -17,16 +19,10 @@ def dtype_name(x: Any) -> str:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    """A NumPy array of the same values (bfloat16 widened to float32, exactly)."""
-    module = type(x).__module__
-    if module.startswith("torch"):
-        t = x.detach()
-        if str(t.dtype) == "torch.bfloat16":
-            t = t.float()
-        return t.cpu().numpy()
-    if module.startswith("tensorflow") or hasattr(x, "numpy") and not isinstance(x, np.ndarray):
-        x = x.numpy()
-    arr = np.asarray(x)
+    """A NumPy array of the same values (bfloat16 widened to float32, exactly): each backend's
+    adapter knows how to bring its arrays to the host; anything else goes through np.asarray."""
+    owner = backends.owner(x)
+    arr = np.asarray(owner.to_numpy(x) if owner is not None and owner.to_numpy else x)
     if arr.dtype.name == "bfloat16":
         arr = arr.astype(np.float32)
     return arr

@@ -9,6 +9,8 @@ and its callable returns `x + PE`.
 Backends are optional: a module that registers a torch implementation must
 import torch inside its factory, so that a machine without torch lists the
 implementation as unavailable with a reason instead of failing to import.
+What a backend needs (modules, a CUDA device for device="cuda") comes from
+its adapter in harness.backends.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
+from harness import backends
 from harness.spec import Spec
 from harness.supports import Supports
 
@@ -37,7 +40,7 @@ class Implementation:
     build: Factory
     supports_fn: SupportsFn
     workload: str = "table"
-    requires: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()          # modules beyond what its backend needs
     check: Optional[Callable[[], Optional[str]]] = None
     origin: str = ""
     doc: str = ""
@@ -65,9 +68,19 @@ class Implementation:
         return self.unavailable_reason() is None
 
     def _probe(self) -> Optional[str]:
+        backend = backends.get(self.backend)
+        missing = backend.missing()
+        if missing:
+            return missing
         for module in self.requires:
             if importlib.util.find_spec(module) is None:
-                return f"{module} is not installed (pip install 'pe-harness[{self.backend}]')"
+                return f"{module} is not installed"
+        try:
+            device = backend.device_problem(self.device)
+        except Exception as exc:  # a broken backend is a reason, not a crash
+            return f"{self.device} check failed: {type(exc).__name__}: {exc}"
+        if device:
+            return device
         if self.check is not None:
             try:
                 return self.check()
@@ -112,7 +125,7 @@ class Registry:
                 name=name, backend=backend, device=device, build=build,
                 supports_fn=supports if supports is not None else Supports(),
                 workload=workload,
-                requires=tuple(requires) if requires is not None else _default_requires(backend),
+                requires=tuple(requires or ()),
                 check=check, origin=getattr(build, "__module__", "?"),
                 doc=(build.__doc__ or "").strip().split("\n")[0],
             ))
@@ -131,13 +144,6 @@ class Registry:
 
     def remove(self, name: str) -> None:
         self._impls.pop(name, None)
-
-
-_BACKEND_MODULES = {"numba": ("numba",), "tensorflow": ("tensorflow",), "torch": ("torch",)}
-
-
-def _default_requires(backend: str) -> tuple[str, ...]:
-    return _BACKEND_MODULES.get(backend, ())
 
 
 REGISTRY = Registry()

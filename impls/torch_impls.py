@@ -6,7 +6,6 @@ import math
 from dataclasses import replace
 
 from harness import Spec, Supports, register
-from harness.devices import synchronized, torch_cuda
 from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, assemble
 
 TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -18,9 +17,14 @@ def _dtype(spec: Spec):
     return getattr(torch, spec.dtype)
 
 
-@register(name="seed-torch-stack", backend="torch",
-          supports=Supports(layouts=("interleaved",), freq_shifts=(0,)))
-def build_seed_torch_stack(spec: Spec):
+#: float32/float64 only: the seeds compute positions in the output dtype, which half
+#: precision cannot hold past 2048 (precision shows it; verify would only fail them)
+SEED_STACK = Supports(layouts=("interleaved",), freq_shifts=(0,))
+SEED_CAT = Supports(layouts=("concat",), freq_shifts=(1,))
+
+
+@register(name="seed-torch-stack", backend="torch", supports=SEED_STACK)
+def build_seed_torch_stack(spec: Spec, device: str = "cpu"):
     """Seeds 000/004: torch.pow(base, even_i/d), sin/cos, torch.stack(dim=2), flatten."""
     import torch
 
@@ -28,9 +32,9 @@ def build_seed_torch_stack(spec: Spec):
     length, d_model, base, offset = spec.length, spec.d_model, spec.base, spec.offset
 
     def table():
-        even_i = torch.arange(0, d_model, 2, dtype=dtype)
-        odd_i = torch.arange(1, d_model, 2, dtype=dtype)
-        position = torch.arange(offset, offset + length, dtype=dtype).reshape(-1, 1)
+        even_i = torch.arange(0, d_model, 2, dtype=dtype, device=device)
+        odd_i = torch.arange(1, d_model, 2, dtype=dtype, device=device)
+        position = torch.arange(offset, offset + length, dtype=dtype, device=device).reshape(-1, 1)
         even_pe = torch.sin(position / torch.pow(base, even_i / d_model))
         odd_pe = torch.cos(position / torch.pow(base, (odd_i - 1) / d_model))
         stacked = torch.stack([even_pe, odd_pe], dim=2)
@@ -39,9 +43,8 @@ def build_seed_torch_stack(spec: Spec):
     return table
 
 
-@register(name="seed-torch-cat", backend="torch",
-          supports=Supports(layouts=("concat",), freq_shifts=(1,)))
-def build_seed_torch_cat(spec: Spec):
+@register(name="seed-torch-cat", backend="torch", supports=SEED_CAT)
+def build_seed_torch_cat(spec: Spec, device: str = "cpu"):
     """Seed 002: slope = exp(-ln(base) k/(half-1)), cat([sin, cos]) as [d, L], transposed."""
     import torch
 
@@ -50,8 +53,8 @@ def build_seed_torch_cat(spec: Spec):
 
     @torch.no_grad()
     def table():
-        slope = (torch.arange(half, dtype=dtype) * -math.log(base) / (half - 1)).exp()
-        t = slope[:, None] * torch.arange(offset, offset + length, dtype=dtype)[None, :]
+        slope = (torch.arange(half, dtype=dtype, device=device) * -math.log(base) / (half - 1)).exp()
+        t = slope[:, None] * torch.arange(offset, offset + length, dtype=dtype, device=device)[None, :]
         res = torch.cat([t.sin(), t.cos()], dim=0).to(dtype=dtype)
         return res.T   # the seed returns [d_model, length]
 
@@ -93,11 +96,23 @@ def build_torch_cat(spec: Spec):
     return lambda: torch_table(spec)
 
 
-@register(name="torch-cuda-stack", backend="torch", device="cuda", check=torch_cuda,
+@register(name="seed-torch-cuda-stack", backend="torch", device="cuda", supports=SEED_STACK)
+def build_seed_torch_cuda_stack(spec: Spec):
+    """Seeds 000/004 as written, on the GPU (in the output dtype, positions included)."""
+    return build_seed_torch_stack(spec, device="cuda")
+
+
+@register(name="seed-torch-cuda-cat", backend="torch", device="cuda", supports=SEED_CAT)
+def build_seed_torch_cuda_cat(spec: Spec):
+    """Seed 002 as written, on the GPU (in the output dtype, positions included)."""
+    return build_seed_torch_cat(spec, device="cuda")
+
+
+@register(name="torch-cuda-stack", backend="torch", device="cuda",
           supports=_torch_supports(EVERY_CONVENTION))
 def build_torch_cuda(spec: Spec):
-    """The general torch variant on the GPU; synchronises so the call is the whole build."""
-    return synchronized(lambda: torch_table(spec, device="cuda"), "cuda")
+    """The general torch variant on the GPU (angles in float32 for half dtypes)."""
+    return lambda: torch_table(spec, device="cuda")
 
 
 @register(name="torch-forward", backend="torch", workload="forward", supports=EVERY_CONVENTION)

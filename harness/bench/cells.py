@@ -44,13 +44,15 @@ class Cell:
     threads: int
     batch: int = 1
     is_roof: bool = False
+    mode: str = ""          # how a device cell is timed (harness.bench.modes); "" on the CPU
 
     @property
     def key(self) -> str:
         """Stable identity in the journal and for --resume (the convention follows from impl)."""
         batch = f"-b{self.batch}" if self.workload == "forward" else ""
+        mode = f":{self.mode}" if self.mode else ""
         return (f"{self.impl}:{self.workload}:{self.device}:{self.length}x{self.d_model}{batch}"
-                f":{self.dtype}:{self.threads}t")
+                f":{self.dtype}:{self.threads}t{mode}")
 
     @property
     def elements(self) -> int:
@@ -69,7 +71,7 @@ class Cell:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Cell":
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 def choose_convention(impl: Implementation, length: int, d_model: int,

@@ -1,7 +1,7 @@
 """Who measured what, where: the run id and `env.json` (versions, CPU, cores, GPU, git commit).
 
 Nothing here imports a backend: versions come from package metadata and the GPU
-from nvidia-smi, so recording the environment costs no thread pool or CUDA
+from nvidia-smi and the CUDA driver, so recording the environment costs no thread pool or CUDA
 context in the parent. Git is only read (`--no-optional-locks`: not even the
 index is refreshed).
 """
@@ -20,13 +20,15 @@ from typing import Any, Optional, Sequence
 
 import psutil
 
-from harness import io
+from harness import backends, io
+from harness.backends import cuda_driver
 
 FILENAME = "env.json"
-PACKAGES = {  # label: distributions that provide it, first found wins
-    "numpy": ("numpy",), "torch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu"),
-    "numba": ("numba",), "pandas": ("pandas",), "matplotlib": ("matplotlib",),
-    "pytest": ("pytest",), "pytest-benchmark": ("pytest-benchmark",), "psutil": ("psutil",),
+#: label: distributions that provide it, first found wins; the backends' come from their adapters
+PACKAGES = {
+    "pandas": ("pandas",), "matplotlib": ("matplotlib",), "pytest": ("pytest",),
+    "pytest-benchmark": ("pytest-benchmark",), "psutil": ("psutil",),
+    **{label: dists for b in backends.ADAPTERS.values() for label, dists in b.distributions.items()},
 }
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -56,16 +58,37 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def gpu_name() -> Optional[str]:
+#: nvidia-smi fields recorded for each GPU: clocks now and at most, power cap, persistence
+GPU_QUERY = ("name", "driver_version", "memory.total", "clocks.sm", "clocks.max.sm", "clocks.mem",
+             "clocks.max.mem", "power.limit", "persistence_mode", "pstate")
+
+
+def _nvidia_smi() -> list[dict[str, str]]:
     if shutil.which("nvidia-smi") is None:
-        return None
+        return []
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                              text=True, capture_output=True, timeout=20)
+        done = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY)}",
+                               "--format=csv,noheader"], text=True, capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    names = [n.strip() for n in done.stdout.splitlines() if n.strip()]
-    return ", ".join(names) if done.returncode == 0 and names else None
+        return []
+    if done.returncode != 0:
+        return []
+    return [dict(zip(GPU_QUERY, (v.strip() for v in line.split(","))))
+            for line in done.stdout.splitlines() if line.strip()]
+
+
+def gpu_name() -> Optional[str]:
+    names = [gpu["name"] for gpu in _nvidia_smi()]
+    return ", ".join(names) if names else None
+
+
+def gpus() -> list[dict[str, Any]]:
+    """Every GPU nvidia-smi lists, with device 0's L2 size, SM count and theoretical DRAM
+    bandwidth from the driver (no library context: nothing is imported)."""
+    found: list[dict[str, Any]] = [dict(gpu) for gpu in _nvidia_smi()]
+    if found:
+        found[0].update(cuda_driver.device_facts())
+    return found
 
 
 def version(label: str) -> Optional[str]:
@@ -81,13 +104,19 @@ def machine_label(cores: int) -> str:
     return f"{cpu_model()} x{cores}"
 
 
+def git_dirty() -> Optional[bool]:
+    """Whether tracked files differ from the commit (None outside git). Untracked files do
+    not count: a run's own directory under results/ is no part of any commit."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return None if status is None else bool(status)
+
+
 def collect(run: str, argv: Sequence[str], cores: int) -> dict[str, Any]:
-    status = _git("status", "--porcelain")
     return {
         "run_id": run,
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": None if status is None else bool(status),
+        "git_dirty": git_dirty(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_model": cpu_model(),
@@ -95,6 +124,7 @@ def collect(run: str, argv: Sequence[str], cores: int) -> dict[str, Any]:
         "cores_physical": psutil.cpu_count(logical=False),
         "memory_bytes": psutil.virtual_memory().total,
         "gpu": gpu_name(),
+        "gpus": gpus(),
         "versions": {label: version(label) for label in PACKAGES},
         "machine": machine_label(cores),
         "argv": list(argv),

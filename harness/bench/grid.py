@@ -1,9 +1,11 @@
 """The sweep grid and the cells it expands to, roofs included.
 
 Axes: workload x length x d_model x dtype x threads x device (each
-implementation's own). Tables over `max_elements` are left out so memory and
-time stay sane; the pure-Python backend has no thread pool and is timed at one
-thread only; anything slower still is left to the budgets (`budget`).
+implementation's own), and on a GPU x timing mode (harness.bench.modes) with
+the GPU's dtypes (half precision included) instead of threads. Tables over
+`max_elements` are left out so memory and time stay sane; the pure-Python
+backend has no thread pool and is timed at one thread only; anything slower
+still is left to the budgets (`budget`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from harness.bench.cells import Cell, choose_convention
+from harness.bench.modes import MODES, QUICK_MODES, modes_for
 from harness.bench.roofs import roofs_for
 from harness.registry import WORKLOADS, Implementation
 
@@ -22,6 +25,7 @@ DEFAULT_MAX_ELEMENTS = 1 << 24          # 16 Mi elements: 64 MiB float32 (8192 x
 QUICK_LENGTHS = (64, 4096)
 QUICK_D_MODELS = (64, 512)
 UNTHREADED_BACKENDS = ("python",)
+DEVICE_DTYPES = ("float32", "float16", "bfloat16")
 #: Library-convention implementations are correctness references: timed only when --only asks.
 REFERENCE_ONLY = "lib-*"
 
@@ -37,6 +41,8 @@ class Grid:
     workloads: tuple[str, ...] = WORKLOADS
     batch: int = 2
     max_elements: int = DEFAULT_MAX_ELEMENTS
+    device_dtypes: tuple[str, ...] = DEVICE_DTYPES     # dtypes of cells on a GPU
+    modes: tuple[str, ...] = MODES                     # how GPU cells are timed
 
     def shapes(self) -> list[tuple[int, int]]:
         """(length, d_model) pairs whose table fits `max_elements`; none at all is an error."""
@@ -52,7 +58,7 @@ def default_grid(cores: int, quick: bool = False) -> Grid:
     """64 .. 65 536 positions x 64 .. 4096 wide (capped), float32/64, 1 and all cores."""
     threads = tuple(sorted({1, cores}))
     if quick:
-        return Grid(QUICK_LENGTHS, QUICK_D_MODELS, ("float32",), threads)
+        return Grid(QUICK_LENGTHS, QUICK_D_MODELS, ("float32",), threads, modes=QUICK_MODES)
     return Grid(DEFAULT_LENGTHS, DEFAULT_D_MODELS, ("float32", "float64"), threads)
 
 
@@ -93,28 +99,36 @@ def plan(impls: Iterable[Implementation], grid: Grid) -> Plan:
 
 
 def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
-    threads = grid.threads
-    if impl.backend in UNTHREADED_BACKENDS:
+    threads, dtypes = grid.threads, grid.dtypes
+    on_device = impl.device != "cpu"
+    if impl.backend in UNTHREADED_BACKENDS or on_device:   # a GPU's time is not the host's threads
         threads = (min(threads),)
+    if on_device:
+        dtypes = grid.device_dtypes
     batch = grid.batch if impl.workload == "forward" else 1
     for length, d_model in grid.shapes():
-        for dtype in grid.dtypes:
+        for dtype in dtypes:
             convention, reason = choose_convention(impl, length, d_model, dtype)
             for n in threads:
-                yield Cell(impl.name, impl.backend, impl.device, impl.workload,
-                           convention or "paper", length, d_model, dtype, n, batch), reason
+                for mode in modes_for(impl.backend, impl.device, grid.modes):
+                    yield Cell(impl.name, impl.backend, impl.device, impl.workload,
+                               convention or "paper", length, d_model, dtype, n, batch,
+                               mode=mode), reason
 
 
 def _roof_cells(cells: Sequence[Cell]) -> Iterable[Cell]:
-    """NumPy's roof for every output; another backend's only when that backend is timed."""
+    """NumPy's roof for every CPU output, another backend's only when that backend is timed;
+    every available device roof for a device output (any backend's kernels write the same DRAM)."""
     backends = {"numpy"} | {c.backend for c in cells}
-    outputs = sorted({(c.workload, c.device, c.length, c.d_model, c.dtype, c.threads, c.batch)
-                      for c in cells})
-    for workload, device, length, d_model, dtype, threads, batch in outputs:
+    outputs = sorted({(c.workload, c.device, c.length, c.d_model, c.dtype, c.threads, c.batch,
+                       c.mode) for c in cells})
+    for workload, device, length, d_model, dtype, threads, batch, mode in outputs:
         for roof in roofs_for(workload, device):
-            if roof.backend not in backends:
+            if device == "cpu" and roof.backend not in backends:
+                continue
+            if mode not in modes_for(roof.backend, device):
                 continue
             convention, _ = choose_convention(roof, length, d_model, dtype)
             if convention is not None:
                 yield Cell(roof.name, roof.backend, device, workload, convention, length, d_model,
-                           dtype, threads, batch, is_roof=True)
+                           dtype, threads, batch, is_roof=True, mode=mode)

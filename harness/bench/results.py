@@ -3,7 +3,7 @@
 `gbps` is output bytes per second of the median call. `roof_s` is the fastest
 roof (a fill, or a bare x + pe, into fresh or recycled memory: harness.bench.roofs)
 for the same output in the same run:
-same workload, shape, dtype, threads, device and batch; `roof_ratio` =
+same workload, shape, dtype, threads, device, batch and timing mode; `roof_ratio` =
 median_s / roof_s, so 1 means "as fast as writing the memory".
 """
 
@@ -17,11 +17,11 @@ import pandas as pd
 from harness import io
 
 FILENAME = "bench.csv"
-ROOF_KEYS = ["workload", "length", "d_model", "dtype", "threads", "device", "batch"]
+ROOF_KEYS = ["workload", "length", "d_model", "dtype", "threads", "device", "batch", "mode"]
 COLUMNS = [
     "run_id", "machine", "impl", "backend", "device", "workload", "convention", "length",
-    "d_model", "dtype", "threads", "batch", "median_s", "iqr_s", "min_s", "mean_s", "stddev_s",
-    "rounds", "build_s", "first_call_s", "peak_bytes", "peak_method", "bytes_out", "gbps",
+    "d_model", "dtype", "threads", "batch", "mode", "median_s", "iqr_s", "min_s", "mean_s",
+    "stddev_s", "rounds", "build_s", "first_call_s", "peak_bytes", "peak_method", "bytes_out", "gbps",
     "roof_s", "roof_ratio", "status", "reason", "thread_settings", "is_roof", "key",
 ]
 
@@ -31,6 +31,7 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
     df = pd.DataFrame(list(rows)).drop_duplicates("key", keep="last").reset_index(drop=True)
+    df["mode"] = df["mode"].fillna("") if "mode" in df else ""   # journals before modes had none
     df["run_id"], df["machine"] = run_id, machine
     df["gbps"] = df["bytes_out"] / df["median_s"] / 1e9
     ok_roofs = df[df["is_roof"].astype(bool) & (df["status"] == "ok")]

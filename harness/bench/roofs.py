@@ -14,7 +14,6 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from harness.devices import synchronized, torch_cuda
 from harness.memory import first_touch
 from harness.recycle import RecycledBuffers
 from harness.registry import Implementation, Registry
@@ -67,37 +66,45 @@ def _torch_fill(device: str):
         import torch
 
         dtype, shape = getattr(torch, spec.dtype), (spec.length, spec.d_model)
-
-        return synchronized(lambda: torch.empty(shape, dtype=dtype, device=device).fill_(1.0), device)
+        return lambda: torch.empty(shape, dtype=dtype, device=device).fill_(1.0)
 
     build.__doc__ = f"torch.empty(..., device={device!r}).fill_(1.0)"
     return build
 
 
-def _torch_add(device: str):
+def _torch_forward(device: str, operation: str):
+    """x + pe (two reads, one write) or a copy of x (one read, one write) on `device`."""
+
     def build(spec: Spec, x: np.ndarray):
         import torch
 
         xt = torch.from_numpy(x).to(device=device, dtype=getattr(torch, spec.dtype))
         pe = torch.ones((spec.length, spec.d_model), dtype=xt.dtype, device=device)
 
+        @torch.no_grad()
         def add():
-            with torch.no_grad():
-                return xt + pe
+            return xt + pe
 
-        return synchronized(add, device)
+        @torch.no_grad()
+        def copy():
+            return torch.empty_like(xt).copy_(xt)
 
-    build.__doc__ = f"x + pe as torch tensors on {device!r}, pe already built"
+        return add if operation == "add" else copy
+
+    build.__doc__ = (f"x + pe as torch tensors on {device!r}, pe already built" if operation == "add"
+                     else f"a copy of x on {device!r}: one read and one write of the output's bytes")
     return build
 
 
 def _register_torch_roofs() -> None:
-    for device, check in (("cpu", None), ("cuda", torch_cuda)):
+    for device in ("cpu", "cuda"):
         suffix = "" if device == "cpu" else "-cuda"
         ROOFS.register(name=f"roof-torch{suffix}-fill", backend="torch", device=device,
-                       supports=TORCH_DTYPES, check=check)(_torch_fill(device))
+                       supports=TORCH_DTYPES)(_torch_fill(device))
         ROOFS.register(name=f"roof-torch{suffix}-add", backend="torch", device=device,
-                       workload="forward", supports=TORCH_DTYPES, check=check)(_torch_add(device))
+                       workload="forward", supports=TORCH_DTYPES)(_torch_forward(device, "add"))
+    ROOFS.register(name="roof-torch-cuda-copy", backend="torch", device="cuda", workload="forward",
+                   supports=TORCH_DTYPES)(_torch_forward("cuda", "copy"))
 
 
 _register_torch_roofs()

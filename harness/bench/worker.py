@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from harness import implementations, io
-from harness.bench import budget, journal, threads
+from harness.bench import budget, journal, modes, threads
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.measure import error_reason, measure
 from harness.bench.roofs import ROOFS
@@ -54,7 +54,7 @@ class Worker:
             outcome = Outcome("error", error_reason("lookup", exc),
                               thread_settings=self.thread_settings)
         else:
-            outcome = measure(impl, cell, benchmark, self.thread_settings)
+            outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing)
         self._record(cell, outcome)
         if outcome.status == "error":
             pytest.fail(outcome.reason, pytrace=False)
@@ -78,7 +78,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cell" in metafunc.fixturenames and WORKER in metafunc.config.stash:
         cells = metafunc.config.stash[WORKER].config.cells
-        metafunc.parametrize("cell", cells, ids=[c.key for c in cells])
+        # a device cell's timer syncs the device at every reading (harness.bench.modes)
+        params = [pytest.param(c, marks=pytest.mark.benchmark(timer=modes.clock(c.device)))
+                  for c in cells]
+        metafunc.parametrize("cell", params, ids=[c.key for c in cells])
 
 
 @pytest.fixture

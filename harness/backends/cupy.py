@@ -1,0 +1,46 @@
+"""CuPy: NumPy-like arrays on the GPU, with a memory pool of its own."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from harness.backends.base import Backend, Call
+
+
+def poison(x: Any) -> bool:
+    x.fill(np.nan)
+    return True
+
+
+def cuda() -> Optional[str]:
+    import cupy
+
+    try:
+        return None if cupy.cuda.runtime.getDeviceCount() > 0 else "CuPy sees no CUDA device"
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        return f"CuPy sees no usable CUDA device ({exc})"
+
+
+def pool_peak(fn: Call) -> tuple[int, str]:
+    """Bytes CuPy's pool hands out for one call, result alive (freed temporaries do not count)."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    cupy.cuda.Device().synchronize()
+    before = pool.used_bytes()
+    result = fn()
+    cupy.cuda.Device().synchronize()
+    used = pool.used_bytes() - before
+    del result
+    return max(0, used), "cupy-pool-delta"
+
+
+BACKEND = Backend(
+    name="cupy", install="pip install cupy-cuda12x (or the wheel for your CUDA)",
+    modules=("cupy",),
+    distributions={"cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")},
+    array_modules=("cupy", "cupy_backends"), to_numpy=lambda x: x.get(), poison=poison,
+    peak={"cuda": pool_peak}, cuda=cuda,
+)

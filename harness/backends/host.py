@@ -1,0 +1,88 @@
+"""Peak-memory meters for the host, shared by the CPU backends.
+
+- `tracemalloc` for NumPy, Numba and pure Python: NumPy reports its buffers to
+  it, so the peak includes every temporary of the call.
+- `rss-peak` for libraries that allocate outside tracemalloc's sight (torch and
+  TF on CPU), on Linux: the kernel's high-water mark of resident memory (VmHWM),
+  reset just before the call through /proc/self/clear_refs, minus the resident
+  memory before it. Temporaries freed within the call count; memory a library
+  reuses from its own pool does not, so it is a lower bound on what the call used.
+- `rss-delta` where that reset is not possible: resident memory after the call,
+  result still alive, minus before; it misses temporaries freed within the call.
+"""
+
+from __future__ import annotations
+
+import functools
+import tracemalloc
+from pathlib import Path
+
+from harness.backends.base import Call
+
+CLEAR_REFS = Path("/proc/self/clear_refs")
+STATUS = Path("/proc/self/status")
+
+
+def _tracemalloc(fn: Call) -> int:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        result = fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del result
+    return max(0, peak - before)
+
+
+def _rss_delta(fn: Call) -> int:
+    import psutil
+
+    process = psutil.Process()
+    before = process.memory_info().rss
+    result = fn()
+    after = process.memory_info().rss
+    del result
+    return max(0, after - before)
+
+
+def _status_bytes(field: str) -> int:
+    """A `VmXXX:  1234 kB` line of /proc/self/status, in bytes."""
+    for line in STATUS.read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise OSError(f"{field} missing from {STATUS}")
+
+
+def _reset_peak() -> None:
+    CLEAR_REFS.write_text("5")   # 5: reset the peak resident set size to the current one
+
+
+@functools.cache
+def can_reset_peak() -> bool:
+    try:
+        _reset_peak()
+        return _status_bytes("VmHWM") > 0
+    except OSError:
+        return False
+
+
+def _rss_peak(fn: Call) -> int:
+    _reset_peak()
+    before = _status_bytes("VmRSS")
+    result = fn()
+    peak = _status_bytes("VmHWM")
+    del result
+    return max(0, peak - before)
+
+
+def tracemalloc_peak(fn: Call) -> tuple[int, str]:
+    return _tracemalloc(fn), "tracemalloc"
+
+
+def resident_peak(fn: Call) -> tuple[int, str]:
+    """rss-peak where /proc allows resetting the high-water mark, else rss-delta."""
+    if can_reset_peak():
+        return _rss_peak(fn), "rss-peak"
+    return _rss_delta(fn), "rss-delta"

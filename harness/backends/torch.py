@@ -1,0 +1,87 @@
+"""torch: CPU and CUDA tensors, its two thread pools, its allocator's peak, CUDA graphs."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from harness.backends.base import Backend, Call
+from harness.backends.host import resident_peak
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    t = x.detach()
+    if str(t.dtype) == "torch.bfloat16":
+        t = t.float()   # NumPy has no bfloat16; widening is exact
+    return t.cpu().numpy()
+
+
+def poison(x: Any) -> bool:
+    import torch
+
+    with torch.no_grad():
+        x.fill_(float("nan"))
+    return True
+
+
+def pin_threads(threads: int) -> str:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:  # already started in this process: report what holds
+        pass
+    return f"torch intra={torch.get_num_threads()} interop={torch.get_num_interop_threads()}"
+
+
+def cuda() -> Optional[str]:
+    import torch
+
+    return None if torch.cuda.is_available() else "no CUDA device visible to torch"
+
+
+def cuda_peak(fn: Call) -> tuple[int, str]:
+    """torch's caching allocator high-water mark over one call (temporaries included)."""
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    result = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    del result
+    return max(0, peak - before), "cuda-max-allocated"
+
+
+def capture(fn: Call) -> Call:
+    """One call recorded as a CUDA graph; replaying it launches the same kernels with no Python
+    and one launch, so graph time is kernel time and eager minus graph is launch overhead.
+    Warm-up runs on a side stream first (allocator pools, torch.compile, autotuning)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+
+    def replay() -> Any:
+        graph.replay()
+        return out
+
+    return replay
+
+
+BACKEND = Backend(
+    name="torch", install="pip install 'pe-harness[torch]'", modules=("torch",),
+    distributions={"torch": ("torch",)},
+    array_modules=("torch",), to_numpy=to_numpy, poison=poison, pin_threads=pin_threads,
+    peak={"cpu": resident_peak, "cuda": cuda_peak}, cuda=cuda, capture=capture,
+)

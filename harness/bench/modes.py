@@ -1,0 +1,94 @@
+"""How a device cell is timed: its mode, the timer, and what runs between rounds.
+
+Kernel launches are asynchronous, so a GPU call is only measured once the device
+is idle at both ends: every device cell's pytest-benchmark timer synchronises
+the device before reading the clock (`clock`), and the callable itself is
+followed by a sync (`synced`), so one call is one round. Three modes, recorded
+in every row:
+
+- `sync`: call + device sync per round, L2 warm from the previous round: the
+  latency a user sees from Python, launch overhead included.
+- `flush`: the same, with an untimed write of twice the L2 size before every round
+  (an 8192 x 1024 float32 table fits in an H100's 50 MB L2): the cold-cache time.
+- `graph`: the call captured once as a CUDA graph and replayed; pytest-benchmark
+  runs many replays back to back between two syncs, so the time per round is
+  the kernels' time, and sync minus graph is the launch overhead.
+
+CPU cells have no mode (""): one call per round, perf_counter.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from harness import backends
+from harness.backends import cuda_driver
+
+MODES = ("sync", "flush", "graph")
+#: --quick keeps the latency and the kernel time, not the cold-cache repeat
+QUICK_MODES = ("sync", "graph")
+MAX_FLUSH_ROUNDS = 200
+
+
+class NotCapturable(RuntimeError):
+    """The call cannot be recorded as a CUDA graph (it syncs, copies to the host, ...)."""
+
+
+def modes_for(backend: str, device: str, wanted: tuple[str, ...] = MODES) -> tuple[str, ...]:
+    """The modes a cell of this backend on this device is timed in ("" on the CPU)."""
+    if device == "cpu":
+        return ("",)
+    capture = backends.get(backend).capture is not None
+    return tuple(m for m in wanted if m != "graph" or capture)
+
+
+def synced(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
+    """`fn` followed by a device sync, so that a call's time covers the kernels it launched."""
+    if device == "cpu":
+        return fn
+
+    def call() -> Any:
+        out = fn()
+        cuda_driver.synchronize()
+        return out
+
+    return call
+
+
+def clock(device: str) -> Callable[[], float]:
+    """pytest-benchmark's timer for cells on `device`."""
+    return time.perf_counter if device == "cpu" else cuda_driver.synced_clock
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """What pytest-benchmark is given: the target, and for `flush` the setup and round count."""
+
+    target: Callable[[], Any]
+    setup: Optional[Callable[[], None]] = None
+    rounds: int = 0
+
+    def run(self, benchmark: Any) -> None:
+        if self.setup is None:
+            benchmark(self.target)
+        else:
+            benchmark.pedantic(self.target, setup=self.setup, rounds=self.rounds,
+                               iterations=1, warmup_rounds=1)
+
+
+def rounds_for(mode: str, fn: Callable[[], Any], backend: str, device: str,
+               call_s: float, max_time: float, min_rounds: int) -> Rounds:
+    """The timed target of one cell in `mode`; `call_s` is one warm synced call's time."""
+    if mode == "graph":
+        capture = backends.get(backend).capture
+        try:
+            return Rounds(capture(fn))
+        except Exception as exc:
+            raise NotCapturable(f"{type(exc).__name__}: {exc}".replace("\n", " ")) from exc
+    call = synced(fn, device)
+    if mode == "flush":
+        count = int(max_time / max(call_s, 1e-7))
+        return Rounds(call, cuda_driver.l2_flush(), min(max(count, min_rounds), MAX_FLUSH_ROUNDS))
+    return Rounds(call)
