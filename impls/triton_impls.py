@@ -1,0 +1,70 @@
+"""Triton: one hand-written kernel for every convention, on the GPU.
+
+Each program writes a BLOCK_ROWS x BLOCK_COLS tile: it loads the tile's column
+frequencies and phases (impls/_device_columns.py), forms the angles in float64,
+reduces them modulo 2 pi in float64, and takes one float32 sine per element
+(cos is the sine a quarter turn on). The table is written once and read never,
+so the kernel runs at the speed of the DRAM write.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import replace
+
+from harness import Spec, register
+from impls._assemble import EVERY_CONVENTION
+from impls._device_columns import frequencies_and_phases
+
+HALF_AND_FULL = replace(EVERY_CONVENTION, dtypes=("float16", "bfloat16", "float32", "float64"))
+BLOCK_ROWS, BLOCK_COLS = 16, 128
+
+
+@functools.cache
+def _kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def sincos_table(out_ptr, freq_ptr, phase_ptr, length, d_model, offset,
+                     WIDE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
+        rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+        cols = tl.program_id(1) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
+        col_ok = cols < d_model
+        freq = tl.load(freq_ptr + cols, mask=col_ok, other=0.0)
+        phase = tl.load(phase_ptr + cols, mask=col_ok, other=0.0)
+        position = (rows + offset).to(tl.float64)
+        angle = position[:, None] * freq[None, :]
+        turns = tl.floor(angle * (0.5 / math.pi) + 0.5)
+        reduced = angle - turns * (2 * math.pi) + phase[None, :]
+        if WIDE:
+            value = tl.sin(reduced)
+        else:
+            value = tl.sin(reduced.to(tl.float32))
+        mask = (rows < length)[:, None] & col_ok[None, :]
+        where = out_ptr + rows.to(tl.int64)[:, None] * d_model + cols[None, :]
+        tl.store(where, value.to(out_ptr.dtype.element_ty), mask=mask)
+
+    return sincos_table
+
+
+@register(name="triton-table", backend="triton", device="cuda", supports=HALF_AND_FULL)
+def build_triton_table(spec: Spec):
+    """One Triton kernel: float64 angle reduced mod 2 pi, one float32 sine per element."""
+    import torch
+    import triton
+
+    kernel = _kernel()
+    freq, phase = (torch.from_numpy(v).to("cuda") for v in frequencies_and_phases(spec))
+    dtype = getattr(torch, spec.dtype)
+    grid = (triton.cdiv(spec.length, BLOCK_ROWS), triton.cdiv(spec.d_model, BLOCK_COLS))
+    wide = spec.dtype == "float64"
+
+    def table():
+        out = torch.empty((spec.length, spec.d_model), dtype=dtype, device="cuda")
+        kernel[grid](out, freq, phase, spec.length, spec.d_model, spec.offset, WIDE=wide,
+                     BLOCK_ROWS=BLOCK_ROWS, BLOCK_COLS=BLOCK_COLS)
+        return out
+
+    return table
