@@ -171,3 +171,39 @@ def test_one_run_is_reported_in_place_or_in_an_explicit_out(tmp_path, capsys):
     assert main(["report", str(run), "--out", str(elsewhere)]) == 0
     assert (elsewhere / "report.md").is_file()
     assert f"wrote {elsewhere / 'report.md'}" in capsys.readouterr().out
+
+
+def test_compare_says_how_many_cells_it_compared(tmp_path, capsys):
+    base = write_run(tmp_path, "run-base", bench=bench_rows(**SMALL))
+    new = write_run(tmp_path, "run-new", bench=changed(1.0))
+    assert main(["report", str(new), "--compare", str(base)]) == 0
+    cells = len([r for r in bench_rows(**SMALL) if not r["is_roof"]])
+    assert f"compared {cells} cell(s)" in capsys.readouterr().out
+
+
+def test_runs_sharing_too_few_cells_fail_with_and_without_the_gate(tmp_path, capsys):
+    """A killed run (2 cells) against a full base: a verdict over 2 cells is no verdict."""
+    base = write_run(tmp_path, "run-base", bench=bench_rows(**SMALL))
+    new = write_run(tmp_path, "run-new", bench=changed(1.0)[:2])
+    for gate_args in ([], ["--fail-slower", "20"]):
+        assert main(["report", str(new), "--compare", str(base), *gate_args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --compare:") and "share too few cells: 2 of 2" in err
+        assert not (new / "report.md").exists()
+    assert main(["report", str(new), "--compare", str(base), "--min-shared", "0"]) == 0
+    assert "compared 2 cell(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: p.write_text(p.read_text().splitlines()[0] + "\n"), "header only"),
+    (lambda p: p.write_bytes(p.read_bytes()[:-25]), "cut off"),
+    (lambda p: p.unlink(), "has no bench.csv"),
+])
+def test_unreadable_base_fails_the_comparison(tmp_path, capsys, damage, message):
+    base = write_run(tmp_path, "run-base", bench=bench_rows(**SMALL))
+    new = write_run(tmp_path, "run-new", bench=changed(1.0))
+    damage(base / "bench.csv")
+    assert main(["report", str(new), "--compare", str(base), "--fail-slower", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and str(base) in err
+    assert err.count("\n") == 1

@@ -2,7 +2,8 @@
 
 `build([run_dir])` is what the bench engine calls at the end of a sweep;
 `python -m harness report` (harness.report.cli) is the same from the shell.
-Modules, one concern each: load (run directories), measures (speedups, noise),
+Modules, one concern each: load (run directories), source (bench.csv or the
+journal: which rows to trust), measures (speedups, noise),
 accuracy (verify verdicts), recommend, frontier (accuracy vs speed), compare
 (the slowdown gate), pivots / markdown / sections / side_by_side / extras
 (what the reader sees), figures / plots (PNGs), pipeline (`build`), cli.

@@ -2,8 +2,12 @@
 
 One DIR: its report is rebuilt in place, or in --out when given. Several: a
 side-by-side report (one column per machine and run id) is written to --out
-(default results/). No DIR: the newest run under --out. `--compare BASE` adds
-each cell's change against the BASE run; with `--fail-slower PCT` the command
+(default results/). No DIR: the newest run under --out. A run whose bench.csv
+is behind its journal (cells.jsonl) is reported from the journal, with a
+warning; one with no rows is refused and its report.md left alone.
+`--compare BASE` adds each cell's change against the BASE run, prints how
+many cells it compared and exits 2 when the runs share fewer than
+--min-shared % of either run's cells; with `--fail-slower PCT` the command
 exits 1 when a cell's median rose by more than both PCT % and the two runs'
 IQRs added, and prints those cells.
 """
@@ -11,11 +15,13 @@ IQRs added, and prints those cells.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from harness.registry import Implementation
 from harness.report.pipeline import build
-from harness.report.compare import broken, changes, check_pct, overlap, slower
+from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_shared, check_pct,
+                                    overlap, slower)
 from harness.report.load import load_run, newest_run
 from harness.report.measures import DEFAULT_BASELINES
 
@@ -32,6 +38,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-slower", type=float, metavar="PCT",
                         help="with --compare: exit 1 when a cell is slower by more than PCT %% "
                              "and by more than the two runs' IQRs added")
+    parser.add_argument("--min-shared", type=float, default=MIN_SHARED_PCT, metavar="PCT",
+                        help="with --compare: fail (exit 2) when the runs share fewer than PCT %% "
+                             f"of either run's cells (default {MIN_SHARED_PCT:g})")
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
@@ -40,24 +49,33 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         raise ValueError("--fail-slower needs --compare BASE_DIR")
     if args.fail_slower is not None:
         check_pct(args.fail_slower)
+    check_min_shared(args.min_shared)
     root = Path(args.out)
     if args.dirs:
         dirs = args.dirs
         out = root if args.out_given or len(dirs) > 1 else None
     else:   # --out is where the runs are: the newest is reported in place
         dirs, out = [newest_run(root)], None
-    path = build(dirs, out, baseline=args.baseline, compare=args.compare, only=args.only)
+    path = build(dirs, out, baseline=args.baseline, compare=args.compare, only=args.only,
+                 min_shared=args.min_shared)
+    runs = {d: load_run(d, args.only) for d in dirs}
+    base = load_run(args.compare, args.only) if args.compare is not None else None
+    for run in [*runs.values(), *([base] if base else [])]:
+        if run.note:
+            print(f"warning: {run.note}", file=sys.stderr)
     print(f"wrote {path}")
+    if base is None:
+        return 0
+    for d, run in runs.items():
+        print(f"{d} vs {args.compare}: {overlap(run.bench, base.bench).describe()}")
     if args.fail_slower is None:
         return 0
-    base = load_run(args.compare, args.only).bench
     offending: list[tuple[Path, str]] = []  # (run, line to print)
-    for d in dirs:
-        new = load_run(d, args.only).bench
-        overlap(new, base)
-        offending += [(d, f"BROKEN {d}: {line}") for line in broken(new, base)]
+    for d, run in runs.items():
+        new = run.bench
+        offending += [(d, f"BROKEN {d}: {line}") for line in broken(new, base.bench)]
         offending += [(d, f"SLOWER {d}: {c.describe()}")
-                      for c in slower(changes(new, base), args.fail_slower)]
+                      for c in slower(changes(new, base.bench), args.fail_slower)]
     for _, line in offending:
         print(line)
     if offending:

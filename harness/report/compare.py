@@ -81,13 +81,65 @@ def broken(new: pd.DataFrame, base: pd.DataFrame) -> list[str]:
             f"ok -> {r.status_new} ({r.reason_new})" for r in lost.itertuples()]
 
 
-def overlap(new: pd.DataFrame, base: pd.DataFrame) -> int:
-    """How many implementation cells the two runs share; a gate over none is no gate."""
-    shared = timed(new)[list(CELL)].merge(timed(base)[list(CELL)], on=list(CELL))
-    if shared.empty:
-        raise ValueError("--compare: the two runs share no cell (implementation, size, dtype, "
+#: Default of `--min-shared`: the part of each run's cells the other must also have timed.
+MIN_SHARED_PCT = 50.0
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """How two runs line up: implementation cells in each, in both, and compared (in both and
+    timed ok in the base: the gate judges each as still ok and how fast, or broken)."""
+
+    new_cells: int
+    base_cells: int
+    shared: int
+    compared: int
+
+    def coverage(self) -> float:
+        """The shared cells in percent of the larger run's (the weaker side of the comparison)."""
+        most = max(self.new_cells, self.base_cells)
+        return 100.0 * self.shared / most if most else 0.0
+
+    def describe(self) -> str:
+        return (f"compared {self.compared} cell(s) (in both runs and timed ok in the base); the "
+                f"new run has {self.new_cells}, the base {self.base_cells}, {self.shared} shared")
+
+
+def overlap(new: pd.DataFrame, base: pd.DataFrame) -> Overlap:
+    """Count the implementation cells (roofs aside) of each run, those in both, and those of
+    them timed ok in the base."""
+    key = list(CELL)
+    rows_new, rows_base = (timed(f).drop_duplicates(key, keep="last") for f in (new, base))
+    both = rows_new[key].merge(rows_base[key + ["ok"]], on=key)
+    return Overlap(len(rows_new), len(rows_base), len(both), int(both["ok"].sum()))
+
+
+def require_overlap(new: pd.DataFrame, base: pd.DataFrame, what: str,
+                    min_pct: float = MIN_SHARED_PCT) -> Overlap:
+    """The overlap, or a ValueError when a verdict over it would mean little: no shared cell
+    timed ok in the base, or fewer shared cells than `min_pct` % of either run's (a killed
+    or --only run against a full one, or a different grid). `what` names the two runs."""
+    check_min_shared(min_pct)
+    found = overlap(new, base)
+    if found.shared == 0:
+        raise ValueError(f"--compare: {what} share no cell (implementation, size, dtype, "
                          "threads); nothing to compare")
-    return len(shared)
+    if found.compared == 0:
+        raise ValueError(f"--compare: {what} share {found.shared} cell(s), none timed ok in "
+                         "the base; nothing to compare against")
+    if found.coverage() < min_pct:
+        raise ValueError(f"--compare: {what} share too few cells: {found.shared} of "
+                         f"{found.new_cells} (new) and {found.base_cells} (base), "
+                         f"{found.coverage():.0f}% < --min-shared {min_pct:g}%; compare runs of "
+                         "the same grid, narrow both with --only, or lower --min-shared")
+    return found
+
+
+def check_min_shared(pct: float) -> float:
+    """--min-shared, or a ValueError naming the option when it is not in 0 .. 100."""
+    if not 0 <= pct <= 100:
+        raise ValueError(f"--min-shared must be a percentage in 0 .. 100, got {pct:g}")
+    return pct
 
 
 def check_pct(pct: float) -> float:

@@ -1,8 +1,9 @@
-"""Read one run directory (bench.csv, env.json, verify.csv, optional extras) into a `Run`.
+"""Read one run directory (bench.csv or its journal, env.json, verify.csv, extras) into a `Run`.
 
 Everything downstream works on the normalised frames built here, so a missing
 optional column or a CSV boolean written as text is handled once, and bad
-input (no directory, no bench.csv, missing columns) is one clear ValueError.
+input (no directory, no rows, missing columns) is one clear ValueError. Which
+of bench.csv and the journal to trust is harness.report.source's decision.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
+
+from harness.report import source
 
 #: Columns without which no report can be built.
 REQUIRED = ("impl", "workload", "length", "d_model", "dtype", "threads", "median_s", "iqr_s", "status")
@@ -32,12 +35,16 @@ TASK = ("workload", "length", "d_model", "dtype", "threads", "batch")
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """One run directory: its timings, environment and (if present) its verify verdicts."""
+    """One run directory: its timings, environment and (if present) its verify verdicts.
+
+    `note` says why the timings came from the journal rather than bench.csv ('' when they did not).
+    """
 
     path: Path
     env: Mapping[str, Any]
     bench: pd.DataFrame
     verify: Optional[pd.DataFrame]
+    note: str = ""
 
     @property
     def machine(self) -> str:
@@ -62,37 +69,40 @@ def load_run(path: Path | str, only: Sequence[str] = (), keep: Sequence[str] = (
     """Load and normalise a run; `only` globs filter implementations (roofs and `keep` stay)."""
     path = Path(path)
     if not path.is_dir():
-        raise ValueError(f"run directory {path} does not exist")
-    bench_csv = path / "bench.csv"
-    if not bench_csv.is_file():
+        raise ValueError(f"run directory {path} does not exist" if not path.exists()
+                         else f"{path} is not a directory (a run directory holds bench.csv)")
+    if not any((path / name).is_file() for name in (source.BENCH_CSV, source.JOURNAL)):
         raise ValueError(f"{path} has no bench.csv: not a run directory written by `harness bench`")
-    bench = _normalise_bench(_read_csv(bench_csv))
+    env_json = path / "env.json"
+    env = _read_json(env_json) if env_json.is_file() else {}
+    rows = source.bench_rows(path, str(env.get("run_id") or path.name), str(env.get("machine") or ""))
+    bench = _normalise_bench(rows.frame, rows.source)
     if only:
         wanted = bench["impl"].map(lambda n: n in keep or any(fnmatch.fnmatch(n, g) for g in only))
         bench = bench[wanted | bench["is_roof"]].reset_index(drop=True)
-    env_json = path / "env.json"
-    env = _read_json(env_json) if env_json.is_file() else {}
     verify_csv = path / "verify.csv"
-    verify = _normalise_verify(_read_csv(verify_csv)) if verify_csv.is_file() else None
-    return Run(path, env, bench, verify)
+    verify = _normalise_verify(_read_csv(verify_csv), verify_csv) if verify_csv.is_file() else None
+    return Run(path, env, bench, verify, rows.note)
 
 
 def newest_run(root: Path | str) -> Path:
-    """The run directory under `root` whose bench.csv was written last."""
+    """The run directory under `root` whose bench.csv or journal was written last."""
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"results directory {root} does not exist")
-    runs = [p.parent for p in root.glob("*/bench.csv")]
-    if not runs:
+    written = [p for name in (source.BENCH_CSV, source.JOURNAL) for p in root.glob(f"*/{name}")]
+    if not written:
         raise ValueError(f"no run directory (a folder with bench.csv) under {root}")
-    return max(runs, key=lambda p: (p / "bench.csv").stat().st_mtime)
+    return max(written, key=lambda p: p.stat().st_mtime).parent
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
     try:
         return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a text CSV (binary data)") from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        raise ValueError(f"{path} is not a readable CSV: {exc}") from None
+        raise ValueError(f"{path} is not a readable CSV: {str(exc).strip()}") from None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -102,10 +112,10 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is not valid JSON: {exc}") from None
 
 
-def _normalise_bench(frame: pd.DataFrame) -> pd.DataFrame:
+def _normalise_bench(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
-        raise ValueError(f"bench.csv lacks column(s) {', '.join(missing)}")
+        raise ValueError(f"{origin} lacks column(s) {', '.join(missing)}")
     frame = frame.copy()
     for column, default in OPTIONAL.items():
         if column not in frame.columns:
@@ -122,11 +132,11 @@ def _normalise_bench(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _normalise_verify(frame: pd.DataFrame) -> pd.DataFrame:
+def _normalise_verify(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
     missing = [c for c in ("impl", "length", "offset", "dtype", "max_abs_err", "status")
                if c not in frame.columns]
     if missing:
-        raise ValueError(f"verify.csv lacks column(s) {', '.join(missing)}")
+        raise ValueError(f"{origin} lacks column(s) {', '.join(missing)}")
     frame = frame.copy()
     frame["max_abs_err"] = pd.to_numeric(frame["max_abs_err"], errors="coerce")
     frame["max_position"] = frame["offset"].astype(int) + frame["length"].astype(int) - 1

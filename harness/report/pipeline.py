@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 from harness import io
 from harness.report import extras, markdown, plots, sections, side_by_side
 from harness.report.accuracy import error_by_position
-from harness.report.compare import changes
+from harness.report.compare import MIN_SHARED_PCT, changes, require_overlap
 from harness.report.figures import palette
 from harness.report.frontier import ACCURACY_DTYPE, Tradeoff, reference_size, tradeoff
 from harness.report.load import Run, load_run
@@ -22,20 +22,24 @@ from harness.report.recommend import recommend
 
 def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
           baseline: str = DEFAULT_BASELINES["table"], compare: Optional[Path] = None,
-          only: Sequence[str] = ()) -> Path:
+          only: Sequence[str] = (), min_shared: float = MIN_SHARED_PCT) -> Path:
     """Write report.md (and plots/ beside it) for one run, or side by side for several.
 
     One run: into `out_dir`, default the run directory itself. Several runs:
     into `out_dir`, which is then required. `compare`: a base run directory
-    whose medians each cell is compared with. `only`: implementation globs
+    whose medians each cell is compared with; each run must share at least
+    `min_shared` % of either run's cells with it. `only`: implementation globs
     (baselines and roofs are kept so that ratios still have a denominator).
-    Returns the path of report.md.
+    Returns the path of report.md; nothing is written when any input is refused.
     """
     if not run_dirs:
         raise ValueError("no run directory given")
     keep = {*DEFAULT_BASELINES.values(), baseline, SEED_000}
     runs = [load_run(d, only, keep) for d in run_dirs]
     base = load_run(compare, only, keep) if compare is not None else None
+    if base is not None:   # a comparison over a sliver of the cells is refused, not drawn
+        for run in runs:
+            require_overlap(run.bench, base.bench, f"{run.path} and {base.path}", min_shared)
     if len(runs) == 1:
         out = Path(out_dir) if out_dir is not None else runs[0].path
         text = _single(runs[0], out, baseline, base)
@@ -59,7 +63,7 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run]) -> str:
             "in one process per backend; compare ratios within this run, not absolute times "
             "across runs.")
     return markdown.join(
-        title, lead, sections.environment(run),
+        title, lead, sections.sources([run, *([base] if base else [])]), sections.environment(run),
         sections.recommendation(recommend(run.bench, run.verify), run.verify is not None),
         sections.accuracy_vs_speed(trades, figures, out),
         *(sections.workload(run, w, named[w], figures, out) for w in workloads),
@@ -75,6 +79,7 @@ def _several(runs: Sequence[Run], out: Path, baseline: str, base: Optional[Run])
                    for key, run in zip(side_by_side.keys(runs), runs)] if base else []
     return markdown.join(
         title, "Each column is one run, keyed by machine and run id.",
+        sections.sources([*runs, *([base] if base else [])]),
         side_by_side.runs_table(runs, out),
         side_by_side.recommendations(runs, [recommend(r.bench, r.verify) for r in runs]),
         side_by_side.timings(runs, named), *comparisons)

@@ -31,6 +31,15 @@ def commit(env: Mapping) -> str:
     return str(sha) + (" (dirty)" if env.get("git_dirty") else "")
 
 
+def sources(runs: Sequence[Run]) -> str:
+    """A warning for each run whose timings came from its journal, not its bench.csv."""
+    notes = [f"- {run.note}" for run in runs if run.note]
+    if not notes:
+        return ""
+    return markdown.join("**Timings rebuilt from the journal** (the run was interrupted, or "
+                         "bench.csv was damaged):", "\n".join(notes))
+
+
 def environment(run: Run) -> str:
     """The machine and software the numbers belong to."""
     env = run.env
