@@ -16,9 +16,18 @@ def poison(x: Any) -> bool:
 
 
 def cuda() -> Optional[str]:
+    """A device, and a CUDA target that loads: numba-cuda releases trail NumPy's (one that
+    still registers np.row_stack fails to load under NumPy 2.5, which removed it)."""
     from numba import cuda as numba_cuda
 
-    return None if numba_cuda.is_available() else "numba.cuda sees no usable CUDA device"
+    if not numba_cuda.is_available():
+        return "numba.cuda sees no usable CUDA device"
+    try:
+        import numba.cuda.cudaimpl  # noqa: F401  (the target's lowering, loaded at first compile)
+    except Exception as exc:
+        return (f"numba.cuda cannot load its CUDA target under NumPy {np.__version__} "
+                f"({type(exc).__name__}: {exc})")
+    return None
 
 
 BACKEND = Backend(

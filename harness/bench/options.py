@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from harness.arguments import at_least as _at_least
+from harness.arguments import positive_seconds as _positive
 from harness.bench import journal
 from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
-                                QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
+                                DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
+from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
 from harness.registry import WORKLOADS
 from harness.spec import DTYPES
@@ -50,6 +53,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       help=f"of {_csv(DTYPES)} (default float32,float64; --quick float32)")
     grid.add_argument("--threads", metavar="N,..", help="thread counts (default 1 and all cores)")
     grid.add_argument("--workloads", metavar="W,..", help=f"of {_csv(WORKLOADS)} (default all)")
+    grid.add_argument("--device-dtypes", metavar="T,..", help="dtypes of GPU cells, of "
+                      f"{_csv(DTYPES)} (default {_csv(DEVICE_DTYPES)})")
+    grid.add_argument("--modes", metavar="M,..", help=f"how GPU cells are timed, of {_csv(MODES)} "
+                      f"(default all; --quick {_csv(QUICK_MODES)}; see harness.bench.modes)")
     grid.add_argument("--batch", type=int, default=2,
                       help="batch of x for the forward workload (default %(default)s)")
     grid.add_argument("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS,
@@ -84,6 +91,8 @@ def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
         "dtypes": (str, lambda t: t in DTYPES, f"names of {_csv(DTYPES)}"),
         "threads": (int, lambda n: 1 <= n <= cores, f"integers from 1 to {cores} (the cores here)"),
         "workloads": (str, lambda w: w in WORKLOADS, f"names of {_csv(WORKLOADS)}"),
+        "device_dtypes": (str, lambda t: t in DTYPES, f"names of {_csv(DTYPES)}"),
+        "modes": (str, lambda m: m in MODES, f"names of {_csv(MODES)}"),
     }
 
 
@@ -132,18 +141,6 @@ def _list(text: Optional[str], option: str, kind: Callable, ok: Callable, allowe
                              f"got {item.strip()!r}")
         values.append(value)
     return tuple(dict.fromkeys(values))
-
-
-def _at_least(value: int, option: str, low: int) -> int:
-    if value < low:
-        raise ValueError(f"{option} must be an integer >= {low}, got {value}")
-    return value
-
-
-def _positive(value: float, option: str) -> float:
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{option} must be a finite number of seconds > 0, got {value}")
-    return value
 
 
 def _resume_dir(value: Optional[str], out: Path) -> Optional[Path]:

@@ -23,11 +23,14 @@ REQUIRED = ("impl", "workload", "length", "d_model", "dtype", "threads", "median
 #: Optional columns and the value a row gets when the engine did not write them.
 OPTIONAL: Mapping[str, Any] = {
     "run_id": "", "machine": "", "backend": "", "device": "cpu", "convention": "", "batch": 0,
-    "reason": "",
+    "reason": "", "mode": "",
     "roof_ratio": float("nan"), "is_roof": False,
 }
+#: The one timing mode of device cells that the CPU-shaped sections show (what a user sees:
+#: call + sync); every mode is in `Run.device` for the GPU section (harness.bench.modes).
+PRIMARY_MODES = ("", "sync")
 #: What identifies one timed cell of a run (the same cell in another run is comparable).
-CELL = ("workload", "impl", "device", "length", "d_model", "dtype", "threads", "batch")
+CELL = ("workload", "impl", "device", "length", "d_model", "dtype", "threads", "batch", "mode")
 #: What identifies one cell across implementations (for speedups; device deliberately excluded,
 #: so a GPU implementation is compared with the CPU baseline on the same task).
 TASK = ("workload", "length", "d_model", "dtype", "threads", "batch")
@@ -45,6 +48,7 @@ class Run:
     bench: pd.DataFrame
     verify: Optional[pd.DataFrame]
     note: str = ""
+    device: Optional[pd.DataFrame] = None     # device cells in every timing mode (None: no GPU)
 
     @property
     def machine(self) -> str:
@@ -82,7 +86,9 @@ def load_run(path: Path | str, only: Sequence[str] = (), keep: Sequence[str] = (
         bench = bench[wanted | bench["is_roof"]].reset_index(drop=True)
     verify_csv = path / "verify.csv"
     verify = _normalise_verify(_read_csv(verify_csv), verify_csv) if verify_csv.is_file() else None
-    return Run(path, env, bench, verify, rows.note)
+    device = bench[bench["mode"] != ""].reset_index(drop=True)
+    primary = bench[bench["mode"].isin(PRIMARY_MODES)].reset_index(drop=True)
+    return Run(path, env, primary, verify, rows.note, device if len(device) else None)
 
 
 def newest_run(root: Path | str) -> Path:
@@ -122,6 +128,7 @@ def _normalise_bench(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
             frame[column] = default
         frame[column] = frame[column].fillna(default)
     frame["is_roof"] = frame["is_roof"].map(_truthy).astype(bool)
+    frame["mode"] = frame["mode"].astype(str)
     for column in ("length", "d_model", "threads", "batch"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0).astype(int)
     for column in ("median_s", "iqr_s", "roof_ratio"):

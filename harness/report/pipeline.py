@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness import io
-from harness.report import extras, markdown, plots, sections, side_by_side
+from harness.report import device, extras, markdown, plots, sections, side_by_side
 from harness.report.accuracy import error_by_position
 from harness.report.compare import MIN_SHARED_PCT, changes, require_overlap
 from harness.report.figures import palette
@@ -65,6 +65,7 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run]) -> str:
     return markdown.join(
         title, lead, sections.sources([run, *([base] if base else [])]), sections.environment(run),
         sections.recommendation(recommend(run.bench, run.verify), run.verify is not None),
+        device.section(run.device, run.env),
         sections.accuracy_vs_speed(trades, figures, out),
         *(sections.workload(run, w, named[w], figures, out) for w in workloads),
         sections.change(changes(run.bench, base.bench), base) if base else "",

@@ -1,0 +1,120 @@
+"""The GPU section: each device implementation in every timing mode, beside the device's roofs.
+
+Three numbers per cell (harness.bench.modes): `sync` (one call and a device
+sync: what Python sees, launch overhead included), `flush` (the same from a
+cold L2) and `graph` (CUDA-graph replays back to back: kernel time). Launch
+overhead is sync - graph. Each implementation is set against the bare fill of
+the same bytes timed in the same mode and run (`roof-torch-cuda-fill`), so
+`x fill` is the ratio of times and `% of fill BW` the share of the bandwidth
+that fill reached.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import pandas as pd
+
+from harness.report import fmt, markdown
+
+FILL = "roof-torch-cuda-fill"
+HEADLINE = (8192, 1024)          # 32 MiB in float32: fits an H100's 50 MB L2
+MODES = ("sync", "flush", "graph")
+DTYPE_ORDER = ("float32", "float16", "bfloat16", "float64")
+
+
+def section(device: Optional[pd.DataFrame], env: Mapping) -> str:
+    """The whole GPU section, or '' for a run without device cells."""
+    if device is None or device.empty:
+        return ""
+    rows = device[device["ok"] & (device["workload"] == "table")]
+    if rows.empty:
+        return ""
+    gpu = (env.get("gpus") or [{}])[0]
+    facts = ", ".join(p for p in (
+        gpu.get("name") or env.get("gpu") or "",
+        f"L2 {gpu['l2_bytes'] / 2**20:.0f} MiB" if gpu.get("l2_bytes") else "",
+        f"theoretical DRAM {gpu['dram_gbps_theoretical']:.0f} GB/s" if gpu.get("dram_gbps_theoretical")
+        else "", f"driver {gpu['driver_version']}" if gpu.get("driver_version") else "") if p)
+    length, d_model = _headline(rows)
+    blocks = [markdown.heading(2, "GPU"), f"{facts}. " + _MODES_TEXT]
+    for dtype in _dtypes(rows):
+        table = headline_table(rows, length, d_model, dtype)
+        if not table.empty:
+            blocks += [markdown.heading(3, f"{length} x {d_model} {dtype}"),
+                       markdown.table(table, index=False)]
+    small = launch_table(rows)
+    if not small.empty:
+        blocks += [markdown.heading(3, "Launch overhead at small sizes (float32)"),
+                   "sync - graph per call, where the call is mostly launch: "
+                   + ", ".join(f"{s}" for s in small.columns[1:]) + ".",
+                   markdown.table(small, index=False)]
+    return markdown.join(*blocks)
+
+
+_MODES_TEXT = ("`sync`: one call and a device sync per round (what Python sees); `flush`: the "
+               "same with L2 written over before each round; `graph`: the call replayed from a "
+               "CUDA graph, back to back (kernel time). `x fill`: time over the bare fill of the "
+               f"same bytes in the same mode (`{FILL}`); `launch`: sync - graph.")
+
+
+def _headline(rows: pd.DataFrame) -> tuple[int, int]:
+    """8192 x 1024 when it was timed, else the largest size timed."""
+    sizes = set(zip(rows["length"], rows["d_model"]))
+    if HEADLINE in sizes:
+        return HEADLINE
+    return max(sizes, key=lambda s: (s[0] * s[1], s))
+
+
+def _dtypes(rows: pd.DataFrame) -> list[str]:
+    present = set(rows["dtype"])
+    return [d for d in DTYPE_ORDER if d in present] + sorted(present - set(DTYPE_ORDER))
+
+
+def medians(rows: pd.DataFrame) -> pd.DataFrame:
+    """impl x mode -> median seconds, for rows of one size and dtype."""
+    return rows.pivot_table(index="impl", columns="mode", values="median_s", aggfunc="min")
+
+
+def headline_table(rows: pd.DataFrame, length: int, d_model: int, dtype: str) -> pd.DataFrame:
+    """One row per implementation (fastest graph time first): times per mode, x fill, launch."""
+    cell = rows[(rows["length"] == length) & (rows["d_model"] == d_model) & (rows["dtype"] == dtype)]
+    times = medians(cell)
+    if FILL not in times.index:
+        return pd.DataFrame()
+    nbytes = float(cell["bytes_out"].iloc[0]) if "bytes_out" in cell else float("nan")
+    fill = times.loc[FILL]
+    order = times.get("graph", times.get("sync")).sort_values(na_position="last").index
+    out = []
+    for impl in order:
+        t = times.loc[impl]
+        row = {"impl": impl}
+        for mode in MODES:
+            if mode in times.columns:
+                row[mode] = fmt.time(t.get(mode))
+                row[f"x fill ({mode})"] = fmt.ratio(t.get(mode) / fill.get(mode))
+        if "graph" in times.columns:
+            graph = t.get("graph")
+            row["GB/s (graph)"] = f"{nbytes / graph / 1e9:.0f}" if pd.notna(graph) else "-"
+            row["% of fill BW"] = f"{100 * fill.get('graph') / graph:.0f}%" if pd.notna(graph) else "-"
+            row["launch"] = fmt.time(t.get("sync") - graph)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def launch_table(rows: pd.DataFrame, sizes: Sequence[tuple[int, int]] = ()) -> pd.DataFrame:
+    """impl x (the two smallest float32 sizes): launch overhead, sync - graph."""
+    f32 = rows[rows["dtype"] == "float32"]
+    if not {"sync", "graph"} <= set(f32["mode"]):
+        return pd.DataFrame()
+    everything = sorted(set(zip(f32["length"], f32["d_model"])), key=lambda s: (s[0] * s[1], s))
+    sizes = sizes or everything[:2]
+    columns = {}
+    for length, d_model in sizes:
+        times = medians(f32[(f32["length"] == length) & (f32["d_model"] == d_model)])
+        if {"sync", "graph"} <= set(times.columns):
+            columns[f"{length}x{d_model}"] = times["sync"] - times["graph"]
+    frame = pd.DataFrame(columns).dropna(how="all")
+    if frame.empty:
+        return frame
+    return frame.map(fmt.time).rename_axis("impl").reset_index()

@@ -1,0 +1,62 @@
+"""Backend adapters: every backend the harness uses is described in harness.backends, once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import backends, implementations
+from harness.backends.base import Backend
+from harness.bench import env, threads
+from harness.bench.roofs import ROOFS
+from harness.checks import poison
+from harness.convert import to_numpy
+
+
+def test_every_builtin_backend_has_an_adapter():
+    used = {i.backend for i in implementations()} | {r.backend for r in ROOFS.all()}
+    assert used <= set(backends.ADAPTERS), used - set(backends.ADAPTERS)
+
+
+def test_arrays_are_recognised_converted_and_poisoned_by_their_adapter():
+    import jax.numpy as jnp
+    import tensorflow as tf
+    import torch
+
+    ref = np.arange(6, dtype=np.float32).reshape(2, 3)
+    cases = {"numpy": ref.copy(), "torch": torch.from_numpy(ref.copy()),
+             "tensorflow": tf.constant(ref), "jax": jnp.asarray(ref)}
+    for name, value in cases.items():
+        assert backends.owner(value).name == name
+        np.testing.assert_array_equal(to_numpy(value), ref)
+    assert poison(cases["numpy"]) and np.isnan(cases["numpy"]).all()
+    assert poison(cases["torch"]) and torch.isnan(cases["torch"]).all()
+    assert not poison(cases["tensorflow"]) and not poison(cases["jax"])   # immutable
+    read_only = ref.copy()
+    read_only.flags.writeable = False
+    assert not poison(read_only)
+    assert backends.owner([1, 2]) is None and not poison([1.0])
+
+
+def test_a_missing_module_and_an_unknown_device_are_reasons_not_errors():
+    ghost = Backend(name="ghost", modules=("no_such_module_pe",), install="pip install ghost")
+    assert ghost.missing() == "no_such_module_pe is not installed (pip install ghost)"
+    assert ghost.device_problem("cpu") is None
+    assert "no cuda device support" in ghost.device_problem("cuda")
+    assert backends.get("numba").device_problem("tpu") == "backend numba has no tpu device support"
+
+
+def test_unknown_backends_get_a_plain_host_adapter_and_plugins_can_add_their_own(monkeypatch):
+    plain = backends.get("my-plugin-backend")
+    assert plain.modules == () and plain.pin_threads is None and "cpu" in plain.peak
+    monkeypatch.setattr(backends, "ADAPTERS", dict(backends.ADAPTERS))
+    mine = backends.add(Backend(name="mine", pin_threads=lambda n: f"mine={n}"))
+    assert backends.get("mine") is mine
+    assert threads.pin("mine", 3).endswith("mine=3")
+    with pytest.raises(ValueError, match="already defined"):
+        backends.add(Backend(name="numpy"))
+
+
+def test_env_records_every_adapters_distributions():
+    assert {"torch", "tensorflow", "numba", "jax", "cupy", "triton"} <= set(env.PACKAGES)
+    assert env.version("numpy") == np.__version__

@@ -1,0 +1,45 @@
+"""On a GPU only (skipped with the reason elsewhere): the driver calls and graph captures are real."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import backends
+from harness.backends import cuda_driver
+from harness.convert import to_numpy
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(cuda_driver.problem() is not None,
+                                 reason=f"no GPU here: {cuda_driver.problem()}")]
+
+
+def test_driver_reports_l2_and_flushes_it():
+    facts = cuda_driver.device_facts()
+    assert facts["l2_bytes"] > 0 and facts["dram_gbps_theoretical"] > 0
+    flush = cuda_driver.l2_flush()
+    assert flush.nbytes == 2 * facts["l2_bytes"]
+    flush()
+    cuda_driver.synchronize()
+
+
+@pytest.mark.parametrize("name", ["torch", "cupy"])
+def test_graph_replay_returns_what_the_call_computes(name):
+    backend = backends.get(name)
+    if backend.missing() or backend.device_problem("cuda"):
+        pytest.skip(backend.missing() or backend.device_problem("cuda"))
+    if name == "torch":
+        import torch
+
+        x = torch.arange(1024, device="cuda", dtype=torch.float32)
+        fn = lambda: torch.sin(x) * 2   # noqa: E731
+    else:
+        import cupy
+
+        x = cupy.arange(1024, dtype=cupy.float32)
+        fn = lambda: cupy.sin(x) * 2    # noqa: E731
+    replay = backend.capture(fn)
+    out = replay()
+    cuda_driver.synchronize()
+    np.testing.assert_allclose(to_numpy(out), np.sin(np.arange(1024, dtype=np.float32)) * 2,
+                               rtol=1e-6)
