@@ -2,6 +2,9 @@
 
 Every verb shares --plugin, --only, --out and --quick; each verb lives in its
 own module with `configure(parser)` and `main(args, impls) -> exit code`.
+Exit codes (harness.exitcodes): 0 ok, 1 a finding (an implementation is
+wrong), 2 a usage error, 3 the harness itself failed, 130 interrupted; every
+error is one line on stderr (a harness bug adds its traceback above it).
 """
 
 from __future__ import annotations
@@ -10,10 +13,19 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from typing import Sequence
 
-#: Where every verb writes, and `report` looks for runs, unless --out says otherwise.
+from harness import arguments, exitcodes, lifeline
+
+#: Where bench writes its runs, and `report` looks for them, unless --out says otherwise.
 DEFAULT_OUT = "results"
+#: Where the verbs that also run inside a bench run directory write when run on their own:
+#: beside the runs, never into one, and ignored by git (/results/_*/).
+STANDALONE_OUT = "results/_standalone"
+STANDALONE_VERBS = ("verify", "conventions", "precision")
+#: Verbs that write under --out (report only when --out is given).
+WRITING_VERBS = ("verify", "bench", "conventions", "precision")
 
 VERBS = {
     "list": ("harness.listing", "show implementations, conventions and availability"),
@@ -36,41 +48,63 @@ def build_parser(modules: dict) -> argparse.ArgumentParser:
                         help="load implementations from a .py file or module (repeatable)")
     common.add_argument("--only", action="append", default=[], metavar="GLOB",
                         help="only implementations whose name matches (repeatable)")
-    common.add_argument("--out", metavar="DIR",
-                        help="output directory (default: results/)")
     common.add_argument("--quick", action="store_true", help="a small, fast case grid")
     parser = argparse.ArgumentParser(prog="pe-harness", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb, module in modules.items():
         p = sub.add_parser(verb, parents=[common], help=VERBS[verb][1], description=module.__doc__)
+        p.add_argument("--out", metavar="DIR",
+                       help=f"output directory (default: {default_out(verb)}/)")
         module.configure(p)
     return parser
 
 
+def default_out(verb: str) -> str:
+    return STANDALONE_OUT if verb in STANDALONE_VERBS else DEFAULT_OUT
+
+
 def parse(modules: dict, argv: Sequence[str] | None) -> argparse.Namespace:
     """Parsed arguments; every verb gets an --out directory, and `report` learns whether it
-    was given (a default set on one subparser would change the shared option for all)."""
+    was given."""
     args = build_parser(modules).parse_args(argv)
-    args.out_given, args.out = args.out is not None, args.out or DEFAULT_OUT
+    args.out_given, args.out = args.out is not None, args.out or default_out(args.verb)
     return args
 
 
+def check_out(args: argparse.Namespace) -> None:
+    """An --out a verb will write to must be a directory it can create or write in."""
+    if args.verb in WRITING_VERBS or (args.verb == "report" and args.out_given):
+        arguments.writable_dir(args.out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    lifeline.watch()          # started by bench (a post-step): die with it
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from harness import PluginError, implementations
+    from harness.isolate import HarnessFailure
 
     modules = _verb_modules()
     args = parse(modules, argv)
     try:
+        check_out(args)
         impls = implementations(args.plugin)
-    except PluginError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
         return modules[args.verb].main(args, impls)
-    except ValueError as exc:  # bad input: one clear line, no traceback
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (ValueError, PluginError) as exc:  # bad input: one clear line, no traceback
+        return _error(str(exc), exitcodes.USAGE)
     except KeyboardInterrupt:
         print("\ninterrupted: everything finished so far is on disk", file=sys.stderr)
-        return 130
+        return exitcodes.INTERRUPTED
+    except HarnessFailure as exc:
+        return _error(f"the harness itself failed: {exc}", exitcodes.HARNESS)
+    except OSError as exc:    # the machine, not the input: a full disk, a vanished directory
+        where = f": {exc.filename}" if exc.filename else ""
+        return _error(f"{exc.strerror or exc}{where}", exitcodes.HARNESS)
+    except Exception as exc:  # a bug in the harness: its traceback, then what it means
+        traceback.print_exc()
+        return _error(f"the harness itself failed ({type(exc).__name__}: {exc}); "
+                      "please report it with the traceback above", exitcodes.HARNESS)
+
+
+def _error(message: str, code: int) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code

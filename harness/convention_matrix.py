@@ -9,7 +9,8 @@ within tolerance; across probes, the implementations that agree everywhere
 (equivalence classes). The distance between two conventions is the largest
 difference between their tables - how wrong a table read under the wrong
 convention is. Writes conventions.csv, convention_distances.csv and
-conventions.md under --out.
+conventions.md under --out. Each backend's implementations run in a child
+process (harness.isolate): one that crashes gets error cells, the rest go on.
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from functools import partial
 from itertools import product
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from harness import io, tables
+from harness import arguments, exitcodes, io, isolate, tables
 from harness.checks import compare
 from harness.convert import to_numpy
 from harness.deadline import call_with_deadline
@@ -106,15 +108,34 @@ def run_cell(impl: Implementation, probe: Probe,
     return Cell(impl.name, probe.label, status, result.max_abs_err, result.reason or ""), table
 
 
-def measure(impls: Sequence[Implementation], grid: Sequence[Probe],
-            timeout_s: float) -> tuple[list[Cell], dict[tuple[str, str], str]]:
+def impl_cells(impl: Implementation, grid: Sequence[Probe],
+               timeout_s: float) -> Iterator[tuple[Cell, Optional[np.ndarray]]]:
+    """One implementation at every probe (the task harness.isolate runs in a child process)."""
+    for probe in grid:
+        yield run_cell(impl, probe, timeout_s)
+
+
+def lost_cells(grid: Sequence[Probe], impl: Implementation, done: int,
+               why: str) -> list[tuple[Cell, Optional[np.ndarray]]]:
+    """The probes a dead process did not finish: errors, the first with why it died."""
+    return [(Cell(impl.name, p.label, "error",
+                  reason=why if i == 0 else "not run: its process died on an earlier probe"), None)
+            for i, p in enumerate(grid[done:])]
+
+
+def measure(impls: Sequence[Implementation], grid: Sequence[Probe], timeout_s: float,
+            isolation: Optional[isolate.Isolation] = None,
+            ) -> tuple[list[Cell], dict[tuple[str, str], str]]:
     """Every cell, and per (impl, probe) the class of table it produced at that probe."""
+    grid = tuple(grid)
+    task = isolate.Task("harness.convention_matrix:impl_cells", (grid, timeout_s))
+    by_impl = isolate.run(impls, task, partial(lost_cells, grid), isolation)
     cells: list[Cell] = []
     classes: dict[tuple[str, str], str] = {}
-    for probe in grid:
+    for i, probe in enumerate(grid):
         produced: dict[str, np.ndarray] = {}
         for impl in impls:
-            cell, table = run_cell(impl, probe, timeout_s)
+            cell, table = by_impl[impl.name][i]
             cells.append(cell)
             if table is not None:
                 produced[impl.name] = table
@@ -218,15 +239,17 @@ def markdown(grid: Sequence[Probe], cells: Sequence[Cell], classes: dict[tuple[s
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout-s", type=float, default=60.0,
                         help="seconds one build or call may take before it is recorded as an error")
+    isolate.add_option(parser)
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     chosen = [i for i in select(impls, args.only) if i.workload == "table"]
     if not chosen:
         print(f"conventions: no table implementation matches --only {args.only}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
+    timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
     grid = probes(args.quick)
-    cells, classes = measure(chosen, grid, args.timeout_s)
+    cells, classes = measure(chosen, grid, timeout_s, isolate.from_args(args, 2 * timeout_s + 60))
     dist = distances(grid)
     out = Path(args.out)
     io.write_csv(out / "conventions.csv", cells_frame(cells, grid, classes))

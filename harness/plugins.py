@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
@@ -29,16 +30,34 @@ def load_plugin(target: str) -> ModuleType:
     path = Path(target)
     try:
         if path.suffix == ".py" or path.is_file():
-            module = _import_file(path)
-        else:
-            module = importlib.import_module(target)
+            return _import_file(path)
+        return importlib.import_module(target)
     except PluginError:
         raise
-    except ModuleNotFoundError as exc:
-        raise PluginError(f"plugin {target!r}: no such file or module ({exc})") from exc
     except Exception as exc:
-        raise PluginError(f"plugin {target!r} failed to import: {type(exc).__name__}: {exc}") from exc
-    return module
+        if isinstance(exc, ModuleNotFoundError) and _is_target(exc, target):
+            raise PluginError(f"plugin {target!r}: no such file or module ({exc})") from exc
+        # the plugin exists; something it runs or imports failed
+        raise PluginError(f"plugin {target!r} failed to import: {describe(exc)}") from exc
+
+
+def _is_target(exc: ModuleNotFoundError, target: str) -> bool:
+    """Whether the missing module is the plugin (or its package), not one the plugin imports."""
+    name = exc.name or ""
+    return bool(name) and (target == name or target.startswith(name + "."))
+
+
+def describe(exc: BaseException) -> str:
+    """'ModuleNotFoundError: No module named 'x' (at plugin.py:3)': what failed, and where."""
+    where = ""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f"{exc.filename}:{exc.lineno}"
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not f.filename.startswith("<") and "importlib" not in f.filename]
+        if frames:
+            where = f"{frames[-1].filename}:{frames[-1].lineno}"
+    return f"{type(exc).__name__}: {exc}" + (f" (at {where})" if where else "")
 
 
 def _import_file(path: Path) -> ModuleType:
@@ -74,7 +93,7 @@ def load_entry_points() -> list[str]:
         except Exception as exc:
             raise PluginError(
                 f"entry point {ep.name!r} ({ep.value}) of group {ENTRY_POINT_GROUP} "
-                f"failed to load: {type(exc).__name__}: {exc}"
+                f"failed to load: {describe(exc)}"
             ) from exc
         names.append(ep.name)
     return names

@@ -7,8 +7,9 @@ to 1e6 (a window of consecutive positions at each), for a narrow table
 (d_model 16, base 10000), every method of harness.precision_methods in every
 dtype its backend offers (NumPy: float16, float32; torch: float16, bfloat16,
 float32), plus the registered implementations selected by --only (none by
-default), each against the float64 reference. Writes precision.csv,
-precision.md and plots/precision.png under --out.
+default), each against the float64 reference, in one child process per
+backend (harness.isolate: a crash costs only its own points). Writes
+precision.csv, precision.md and plots/precision.png under --out.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from harness import io, tables
+from harness import arguments, io, isolate, tables
 from harness.convert import to_numpy
 from harness.deadline import call_with_deadline
 from harness.precision_methods import METHODS, backends
@@ -87,26 +89,37 @@ def measure_methods(starts: Sequence[int]) -> list[Point]:
     return points
 
 
-def measure_impls(impls: Sequence[Implementation], starts: Sequence[int],
-                  timeout_s: float) -> list[Point]:
+def impl_items(impl: Implementation, starts: Sequence[int]) -> list[Spec]:
+    """The windows a registered implementation is measured on: each dtype it supports."""
+    return [probe_spec(start, dtype) for dtype in DTYPES for start in starts
+            if impl.supports(probe_spec(start, dtype)) is None]
+
+
+def impl_points(impl: Implementation, starts: Sequence[int], timeout_s: float) -> Iterator[Point]:
+    """One implementation on its windows (the task harness.isolate runs in a child process)."""
+    for spec in impl_items(impl, starts):
+        try:
+            table = call_with_deadline(lambda: impl.build(spec), timeout_s)
+            out = call_with_deadline(table, timeout_s)
+            err = _error(to_numpy(out).astype(np.float64), reference(spec))
+        except Exception:          # a study, not a verdict: verify reports failures
+            err = math.nan
+        yield Point(impl.name, impl.backend, "registered", spec.dtype, spec.offset, err)
+
+
+def lost_points(starts: Sequence[int], impl: Implementation, done: int, why: str) -> list[Point]:
+    """The windows a dead process did not finish: NaN, like any other failure here."""
+    return [Point(impl.name, impl.backend, "registered", s.dtype, s.offset, math.nan)
+            for s in impl_items(impl, starts)[done:]]
+
+
+def measure_impls(impls: Sequence[Implementation], starts: Sequence[int], timeout_s: float,
+                  isolation: Optional[isolate.Isolation] = None) -> list[Point]:
     """Registered table implementations on the same windows, in each dtype they support."""
-    points = []
-    for impl in impls:
-        if not impl.available or impl.workload != "table":
-            continue
-        for dtype in DTYPES:
-            for start in starts:
-                spec = probe_spec(start, dtype)
-                if impl.supports(spec) is not None:
-                    continue
-                try:
-                    table = call_with_deadline(lambda: impl.build(spec), timeout_s)
-                    out = call_with_deadline(table, timeout_s)
-                    err = _error(to_numpy(out).astype(np.float64), reference(spec))
-                except Exception:          # a study, not a verdict: verify reports failures
-                    err = math.nan
-                points.append(Point(impl.name, impl.backend, "registered", dtype, start, err))
-    return points
+    chosen = [i for i in impls if i.available and i.workload == "table"]
+    task = isolate.Task("harness.precision:impl_points", (tuple(starts), timeout_s))
+    by_impl = isolate.run(chosen, task, partial(lost_points, tuple(starts)), isolation)
+    return [p for points in by_impl.values() for p in points]
 
 
 # -- presenting -----------------------------------------------------------------------
@@ -184,6 +197,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "\n\n--only GLOB adds registered implementations to the study (default: none).")
     parser.add_argument("--timeout-s", type=float, default=60.0,
                         help="seconds one build or call may take before it is left out")
+    isolate.add_option(parser)
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
@@ -191,7 +205,9 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     chosen = select(impls, args.only) if args.only else []
     if args.only and not chosen:
         raise ValueError(f"--only {args.only} matches no implementation; see `python -m harness list`")
-    df = frame(measure_methods(starts) + measure_impls(chosen, starts, args.timeout_s))
+    timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
+    isolation = isolate.from_args(args, 2 * timeout_s + 60) if chosen else None
+    df = frame(measure_methods(starts) + measure_impls(chosen, starts, timeout_s, isolation))
     out = Path(args.out)
     io.write_csv(out / "precision.csv", df)
     plot(df, out / "plots" / "precision.png")

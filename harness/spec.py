@@ -30,6 +30,9 @@ ODD_POLICIES = ("error", "pad", "extend")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 #: Positions must be exact integers in float64, the reference precision.
 MAX_POSITION = 2**53
+#: Angles past this have no fractional part in float64: sin and cos of them are noise, and
+#: past 1.8e308 the reference is NaN. The largest angle of a table must stay below it.
+MAX_ANGLE = 2.0**53
 
 
 def _is_int(value: Any) -> bool:
@@ -93,8 +96,31 @@ class Spec:
             )
         object.__setattr__(self, "base", float(self.base))
         object.__setattr__(self, "scale", float(self.scale))
+        self._check_angles()
         if self.nbytes_reference > memory.CHECK_ABOVE:
             memory.check_fits(self.nbytes_reference, what=f"a {self.length} x {self.d_model} float64 table")
+
+    def _check_angles(self) -> None:
+        """The largest angle must be finite and exact to a fraction of a radian in float64."""
+        if self.max_angle <= MAX_ANGLE:
+            return
+        positions = f"positions up to {self.max_position}"
+        if self._fastest_log_freq > 0:   # base < 1: the last frequency is the fastest
+            raise ValueError(
+                f"base {self.base!r} < 1 makes frequencies grow: the largest angle, "
+                f"{self.max_angle:.3g} rad at {positions}, must be <= 2**53 (~9.0e15, where "
+                "float64 angles lose their fraction); use base > 1, or a smaller scale, offset "
+                "or length")
+        allowed = MAX_ANGLE / self.max_position
+        raise ValueError(
+            f"scale must be > 0 and <= {allowed:.3g} for {positions}: the largest angle, "
+            f"scale * {self.max_position} = {self.max_angle:.3g} rad, must be <= 2**53 (~9.0e15, "
+            f"where float64 angles lose their fraction), got scale={self.scale!r}")
+
+    @property
+    def _fastest_log_freq(self) -> float:
+        """ln of the largest inv_freq: 0 (frequency 0) unless base < 1 speeds the later ones up."""
+        return max(0.0, -(self.n_freq - 1) / self.denominator * math.log(self.base))
 
     # -- derived quantities, shared by the reference and implementations ----------
     @property
@@ -117,8 +143,13 @@ class Spec:
 
     @property
     def max_angle(self) -> float:
-        """Largest angle in the table (frequency 0 is 1 rad per position)."""
-        return self.scale * self.max_position
+        """Largest angle in the table: scale * max position * the fastest frequency (frequency 0,
+        1 rad per position, unless base < 1); inf when it overflows."""
+        try:
+            fastest = math.exp(self._fastest_log_freq)
+        except OverflowError:
+            return math.inf
+        return self.scale * self.max_position * fastest if self.max_position else 0.0
 
     @property
     def itemsize(self) -> int:

@@ -3,7 +3,10 @@
 Runs the case matrix (harness.cases) through `checks.check`, writes
 `verify.csv` and `verify.md` under --out after every implementation (an
 interrupted run keeps what it finished), prints a summary and exits 1 when
-anything fails or errors.
+anything fails or errors (a crash included: each backend's implementations
+run in a child process, so a crash is that implementation's error rows), 2 on
+a usage error and 3 when the harness itself fails. Without --out it writes to
+results/_standalone/ (ignored by git), never beside a committed run.
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ import argparse
 import fnmatch
 import sys
 import time
+from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from harness import io, tables
+from harness import arguments, exitcodes, io, isolate, tables
 from harness.cases import default_cases
 from harness.checks import STATUSES, Check, check
 from harness.registry import Implementation
@@ -34,23 +38,49 @@ def select(impls: Iterable[Implementation], only: Sequence[str] = ()) -> list[Im
 
 
 def run(impls: Sequence[Implementation], specs: Sequence[Spec], timeout_s: float = 120.0,
-        on_impl_done: Callable[[Implementation, list[Check]], None] | None = None) -> list[Check]:
-    """Check every implementation on every spec; a hanging one is abandoned after its timeout."""
-    checks: list[Check] = []
-    for impl in impls:
-        mine: list[Check] = []
-        hung = False
-        for spec in specs:
-            if hung:  # its abandoned call may still be running: do not pile up more
-                mine.append(Check(impl.name, impl.backend, impl.device, impl.workload, spec,
-                                  "error", "not run: an earlier case timed out"))
-                continue
-            mine.append(check(impl, spec, timeout_s))
-            hung = mine[-1].reason.startswith("timeout")
-        checks.extend(mine)
-        if on_impl_done:
-            on_impl_done(impl, mine)
-    return checks
+        on_impl_done: Callable[[Implementation, list[Check]], None] | None = None,
+        isolation: Optional[isolate.Isolation] = None) -> list[Check]:
+    """Check every implementation on every spec, in child processes when `isolation` is given
+    (a crash costs only that implementation's remaining cases); in this process otherwise."""
+    specs = tuple(specs)
+    task = isolate.Task("harness.verify:impl_checks", (specs, timeout_s))
+    lost = partial(lost_checks, specs)
+    by_impl = isolate.run(impls, task, lost, isolation, on_impl_done)
+    return [c for mine in by_impl.values() for c in mine]
+
+
+def impl_checks(impl: Implementation, specs: Sequence[Spec], timeout_s: float) -> Iterator[Check]:
+    """One implementation on every spec; a hanging one is abandoned after its timeout."""
+    hung = False
+    for spec in specs:
+        if hung:  # its abandoned call may still be running: do not pile up more
+            yield Check(impl.name, impl.backend, impl.device, impl.workload, spec,
+                        "error", "not run: an earlier case timed out")
+            continue
+        result = check(impl, spec, timeout_s)
+        hung = result.reason.startswith("timeout")
+        yield result
+
+
+def lost_checks(specs: Sequence[Spec], impl: Implementation, done: int, why: str) -> list[Check]:
+    """The cases a dead (or killed) process did not finish: the one it died on gets `why`; the
+    rest are errors too (not run), except those the implementation does not support."""
+    def row(spec: Spec, status: str, reason: str) -> Check:
+        return Check(impl.name, impl.backend, impl.device, impl.workload, spec, status, reason)
+
+    rows = []
+    for i, spec in enumerate(specs[done:]):
+        skip = None if i == 0 else _skip_reason(impl, spec)
+        reason = why if i == 0 else "not run: its process died on an earlier case"
+        rows.append(row(spec, "skip", skip) if skip else row(spec, "error", reason))
+    return rows
+
+
+def _skip_reason(impl: Implementation, spec: Spec) -> Optional[str]:
+    try:
+        return impl.unavailable_reason() or impl.supports(spec)
+    except Exception:     # its own fault: the case counts as not run
+        return None
 
 
 def frame(checks: Sequence[Check]) -> pd.DataFrame:
@@ -109,16 +139,25 @@ def _legend() -> str:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout-s", type=float, default=120.0,
                         help="seconds one build or call may take before it is recorded as an error")
-    parser.add_argument("--random", type=int, default=8, help="number of seeded random specs")
+    parser.add_argument("--random", type=int, default=8,
+                        help="number of seeded random specs, >= 0 (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random specs")
+    isolate.add_option(parser)
+
+
+def stall_s(timeout_s: float) -> float:
+    """How long the parent waits for one case: a build and three calls, each with its timeout."""
+    return 4 * timeout_s + 60.0
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
+    timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
+    n_random = arguments.at_least(args.random, "--random", 0)
     chosen = select(impls, args.only)
     if not chosen:
         print(f"verify: no implementation matches --only {args.only}", file=sys.stderr)
-        return 2
-    specs = default_cases(quick=args.quick, n_random=args.random, seed=args.seed)
+        return exitcodes.USAGE
+    specs = default_cases(quick=args.quick, n_random=n_random, seed=args.seed)
     out = Path(args.out)
     done: list[Check] = []
     started = time.perf_counter()
@@ -131,7 +170,9 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
               + " ".join(f"{k} {v}" for k, v in counts.items())
               + f"  ({time.perf_counter() - started:.0f} s)", flush=True)
 
-    checks = run(chosen, specs, args.timeout_s, progress)
+    checks = run(chosen, specs, timeout_s, progress,
+                 isolate.from_args(args, stall_s(timeout_s)))
+    write_outputs(checks, out)          # in the order of `list`, not the order groups finished
     print()
     rows = summary(checks)
     print(tables.text(SUMMARY_HEADERS, [[r[h] for h in SUMMARY_HEADERS] for r in rows]))
@@ -140,6 +181,6 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     bad = [r["impl"] for r in rows if r["fail"] or r["error"]]
     if bad:
         print(f"FAILED: {', '.join(bad)}")
-        return 1
+        return exitcodes.FINDING
     print("all implementations pass")
-    return 0
+    return exitcodes.OK

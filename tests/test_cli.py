@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from harness import implementations
 from harness.cli import main
@@ -46,12 +47,95 @@ def test_module_entry_point_runs():
     assert done.stdout.count("seed-") == 5
 
 
-def test_every_verb_defaults_out_to_results_and_knows_when_it_was_given():
+def test_every_verb_defaults_out_and_knows_when_it_was_given():
     import harness.cli as cli
 
     modules = cli._verb_modules()
     for verb in cli.VERBS:
         args = cli.parse(modules, [verb] + (["x.npy"] if verb == "identify" else []))
-        assert (args.out, args.out_given) == ("results", False), verb
+        standalone = verb in ("verify", "conventions", "precision")
+        expected = "results/_standalone" if standalone else "results"
+        assert (args.out, args.out_given) == (expected, False), verb
     args = cli.parse(modules, ["report", "some-run", "--out", "elsewhere"])
     assert (args.out, args.out_given) == ("elsewhere", True)
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_standalone_verify_writes_only_under_its_own_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["verify", "--quick", "--only", "numpy-stack", "--in-process"]) == 0
+    assert (tmp_path / "results" / "_standalone" / "verify.csv").is_file()
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["_standalone"]
+    assert "results/_standalone/" in build_help("verify")
+
+
+def build_help(verb: str) -> str:
+    import harness.cli as cli
+
+    parser = cli.build_parser(cli._verb_modules())
+    sub = next(a for a in parser._actions if a.dest == "verb").choices[verb]
+    return sub.format_help()
+
+
+@pytest.mark.parametrize("verb", ["verify", "bench", "conventions", "precision"])
+def test_out_naming_a_file_is_one_line(verb, tmp_path, capsys):
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    assert main([verb, "--out", str(target), "--only", "numpy-stack"]) == 2
+    assert "exists and is not a directory" in one_line_error(capsys)
+    assert main([verb, "--out", str(target / "below"), "--only", "numpy-stack"]) == 2
+    assert "is not a directory" in one_line_error(capsys)
+
+
+def test_out_in_a_read_only_place_is_one_line(capsys):
+    from harness.arguments import writable_dir
+
+    try:
+        writable_dir("/sys/pe-harness-out")
+    except ValueError:
+        pass
+    else:
+        pytest.skip("/sys is writable here")
+    assert main(["verify", "--out", "/sys/pe-harness-out"]) == 2
+    assert "cannot write in /sys" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["verify", "--random", "-3"], "--random"),
+    (["verify", "--timeout-s", "0"], "--timeout-s"),
+    (["conventions", "--timeout-s", "-1"], "--timeout-s"),
+    (["precision", "--timeout-s", "nan"], "--timeout-s"),
+])
+def test_bad_numbers_are_one_line_usage_errors(argv, option, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path), "--only", "numpy-stack", "--in-process"]) == 2
+    assert option in one_line_error(capsys)
+
+
+def test_a_plugin_whose_own_import_fails_says_which(tmp_path, capsys):
+    plugin = tmp_path / "needs_more.py"
+    plugin.write_text("import numpy\nimport pe_harness_no_such_dependency\n")
+    assert main(["list", "--plugin", str(plugin)]) == 2
+    err = one_line_error(capsys)
+    assert "no such file" not in err and "failed to import" in err
+    assert "pe_harness_no_such_dependency" in err and f"{plugin}:2" in err
+    assert main(["list", "--plugin", "pe_harness_no_such_module"]) == 2
+    assert "no such file or module" in one_line_error(capsys)
+
+
+def test_a_harness_bug_exits_3_not_1(monkeypatch, capsys):
+    import harness.listing
+
+    def broken(args, impls):
+        raise RuntimeError("deliberate bug")
+
+    monkeypatch.setattr(harness.listing, "main", broken)
+    assert main(["list"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err
+    assert err.splitlines()[-1].startswith(
+        "error: the harness itself failed (RuntimeError: deliberate bug)")

@@ -6,7 +6,9 @@ import math
 
 import pytest
 
-from harness import Spec, memory
+import numpy as np
+
+from harness import Spec, memory, reference
 
 
 @pytest.mark.parametrize("kwargs, field", [
@@ -36,6 +38,9 @@ from harness import Spec, memory
     (dict(length=10, d_model=8, cos_first=1), "cos_first"),
     (dict(length=10, d_model=8, scale=0.0), "scale"),
     (dict(length=10, d_model=8, scale=-1.0), "scale"),
+    (dict(length=10, d_model=8, scale=1e308), "scale"),
+    (dict(length=10, d_model=8, scale=2.0, offset=2**53 - 20), "scale"),
+    (dict(length=10, d_model=8, base=1e-300, freq_shift=1), "base"),
 ])
 def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
@@ -77,3 +82,15 @@ def test_memory_guard_uses_real_memory():
     assert memory.available_bytes() > 0
     with pytest.raises(ValueError, match="length or d_model"):
         Spec(10**9, 10**6)
+
+
+def test_angles_must_stay_finite_and_exact_to_a_fraction_of_a_radian():
+    with pytest.raises(ValueError, match=r"scale must be > 0 and <= 1e\+15 for positions up to 9"):
+        Spec(10, 8, scale=1e308)           # its reference was all NaN
+    with pytest.raises(ValueError, match=r"base 1e-300 < 1 makes frequencies grow.*<= 2\*\*53"):
+        Spec(10, 8, base=1e-300, freq_shift=1)
+    largest = Spec(10, 8, scale=1e15)      # at the limit: still a finite reference
+    assert largest.max_angle == pytest.approx(9e15)
+    assert np.isfinite(reference(largest)).all()
+    assert Spec(10, 8, base=0.5).max_angle == pytest.approx(9 * 0.5 ** (-3 / 4))
+    assert Spec(10, 8, scale=1e-300).max_angle == pytest.approx(9e-300)

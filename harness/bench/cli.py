@@ -3,7 +3,11 @@
 Writes RUN_DIR = OUT/<run-id>/ with bench.csv (one row per cell), env.json,
 cells.jsonl (the journal --resume reads), raw/*.json (pytest-benchmark's own,
 for `pytest-benchmark compare`) and logs/; then runs verify (and conventions,
-precision) into it and builds report.md when harness.report exists.
+precision) into it and builds report.md when harness.report exists. Two runs
+started in the same second get RUN_DIR and RUN_DIR-2; the run directory is
+locked (.run.lock) until the last post-step ends, so a second writer or a
+--resume of a live run is refused. Exits 3 when a post-step failed
+(post_failures.json names it, and the report at its top).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import sys
 from collections import Counter
 
+from harness import exitcodes
 from harness.bench import options, post, sweep
 from harness.bench.grid import choose, plan
 from harness.bench.results import FILENAME as CSV
@@ -32,16 +37,39 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     if opts.dry_run:
         cells = plan(chosen, opts.grid)
         print("\n".join(sweep.describe(cells, sweep.groups(cells.cells))))
-        return 0
+        return exitcodes.OK
     run_dir = sweep.open_run(opts, sys.argv, os.cpu_count() or 1)
+    try:
+        return _run(opts, chosen, run_dir)
+    finally:
+        if run_dir.lock is not None:
+            run_dir.lock.release()
+
+
+def _run(opts: options.SweepOptions, chosen: list[Implementation], run_dir: sweep.RunDir) -> int:
     rows = sweep.run(opts, chosen, run_dir)
     counts = Counter(r["status"] for r in rows)
     print(f"\nbench: {len(rows)} cells: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     for what, where in (("table", CSV), ("environment", "env.json"),
                         ("pytest-benchmark JSON", "raw/"), ("worker logs", "logs/")):
         print(f"  {what}: {run_dir.path / where}")
-    if opts.post:
-        for step in post.run_all(run_dir.path, opts.plugins, opts.only, opts.quick):
-            if step.status == "ok" and step.output:
-                print(f"  {step.name}: {step.output}")
-    return 0
+    if not opts.post:
+        return exitcodes.OK
+    steps = post.run_all(run_dir.path, opts.plugins, opts.only, opts.quick,
+                         keep_fds=run_dir.lock.fds if run_dir.lock else (),
+                         verbs=post_verbs(chosen))
+    for step in steps:
+        if step.status == "ok" and step.output:
+            print(f"  {step.name}: {step.output}")
+    failed = [s.name for s in steps if s.failed]
+    if failed:
+        print(f"bench: post-step {', '.join(failed)} failed (see {run_dir.path / post.FAILURES}); "
+              "the timings are complete", file=sys.stderr)
+        return exitcodes.HARNESS
+    return exitcodes.OK
+
+
+def post_verbs(chosen: list[Implementation]) -> list[str]:
+    """The post-steps that have something to do: conventions only probes table builders."""
+    tables = any(i.workload == "table" for i in chosen)
+    return [v for v in post.available_verbs() if v != "conventions" or tables]

@@ -1,10 +1,16 @@
 """After the sweep, in the run directory: verify (conventions, precision where they exist), the report.
 
 Each verb runs as `python -m harness VERB --out RUN_DIR` with the sweep's
---plugin/--only/--quick, in its own process and log; a failing step is
-recorded in post.json and the next one still runs, because the timings are
-already safe on disk. The report needs verify.csv ("passes verify"), so it
-comes last, built in-process by `harness.report.build` when that module exists.
+--plugin/--only/--quick, in its own process and log, tied to bench by
+harness.lifeline and holding the run's lock. Verify isolates the
+implementations itself, so a step that still fails is the harness's failure:
+exit code 0 is "ok", 1 (verify found wrong implementations: the report shows
+them) is "found", anything else is "failed". The next step still runs,
+because the timings are already safe on disk. Before the report is built,
+`post_failures.json` lists the failed steps (an empty list when none failed),
+so the report can name them at its top; `bench` then exits 3. The report
+needs verify.csv ("passes verify"), so it comes last, built in-process by
+`harness.report.build`; post.json records every step.
 """
 
 from __future__ import annotations
@@ -12,17 +18,23 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
-from harness import io
+from harness import exitcodes, io, lifeline
+from harness.isolate import describe_exit
 
 FILENAME = "post.json"
+#: [{"step": "verify", "status": "failed", "detail": "exited with code 3",
+#:   "log": "logs/post-verify.log"}], the log relative to the run directory; [] when none failed
+FAILURES = "post_failures.json"
 OPTIONAL_VERBS = ("conventions", "precision")
+FAILED = ("failed", "error")
 
 
 @dataclass(frozen=True)
@@ -30,10 +42,15 @@ class Step:
     """One post-step: what ran, how it ended, how long it took, where its output went."""
 
     name: str
-    status: str          # "ok", "failed", "error" or "skipped"
+    status: str          # ok, found (verify: wrong implementations), failed, error, skipped
     detail: str
     seconds: float
     output: str = ""
+    log: str = ""        # relative to the run directory
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED
 
 
 def available_verbs() -> list[str]:
@@ -53,7 +70,7 @@ def available_verbs() -> list[str]:
 
 
 def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[str],
-             quick: bool) -> Step:
+             quick: bool, keep_fds: Sequence[int] = ()) -> Step:
     argv = [sys.executable, "-m", "harness", verb, "--out", str(run_dir)]
     argv += [a for p in plugins for a in ("--plugin", p)]
     argv += [a for g in only for a in ("--only", g)]
@@ -61,10 +78,22 @@ def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[st
     log = run_dir / "logs" / f"post-{verb}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with open(log, "w") as f:
-        code = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT).returncode
-    status = "ok" if code == 0 else "failed"
-    return Step(verb, status, f"exit code {code}; log {log}", time.monotonic() - start, str(run_dir))
+    with open(log, "w") as f, lifeline.Lifeline() as line:
+        try:
+            proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT,
+                                    env=_env(line), pass_fds=(*line.fds, *keep_fds))
+        finally:
+            line.started()
+        code = proc.wait()
+    status = {exitcodes.OK: "ok", exitcodes.FINDING: "found" if verb == "verify" else "failed"}
+    detail = describe_exit(code) + (" (wrong implementations: see verify.md)"
+                                    if code == exitcodes.FINDING and verb == "verify" else "")
+    return Step(verb, status.get(code, "failed"), detail, time.monotonic() - start, str(run_dir),
+                str(log.relative_to(run_dir)))
+
+
+def _env(line: lifeline.Lifeline) -> dict[str, str]:
+    return {**os.environ, **line.env}
 
 
 def build_report(run_dir: Path) -> Step:
@@ -79,19 +108,40 @@ def build_report(run_dir: Path) -> Step:
     return Step("report", "ok", "", time.monotonic() - start, str(path))
 
 
-def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: bool) -> list[Step]:
-    """Every post-step in order, each printed as it ends; post.json records them."""
+def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: bool,
+            keep_fds: Sequence[int] = (), verbs: Optional[Sequence[str]] = None) -> list[Step]:
+    """Every post-step in order, each printed as it ends; post_failures.json before the report,
+    post.json at the end."""
     steps = []
-    for verb in available_verbs():
+    for verb in available_verbs() if verbs is None else verbs:
         print(f"post: {verb} ...", flush=True)
-        steps.append(run_verb(verb, run_dir, plugins, only, quick))
+        steps.append(run_verb(verb, run_dir, plugins, only, quick, keep_fds))
         _print(steps[-1])
+    write_failures(run_dir, steps)
     steps.append(build_report(run_dir))
     _print(steps[-1])
+    write_failures(run_dir, steps)
     io.write_text(run_dir / FILENAME, json.dumps([asdict(s) for s in steps], indent=2) + "\n")
     return steps
 
 
+def write_failures(run_dir: Path, steps: Sequence[Step]) -> Path:
+    """post_failures.json: [{"step", "status", "detail", "log"}] for each failed step."""
+    failed = [{"step": s.name, "status": s.status, "detail": s.detail, "log": s.log}
+              for s in steps if s.failed]
+    return io.write_text(run_dir / FAILURES, json.dumps(failed, indent=2) + "\n")
+
+
+def read_failures(run_dir: Path) -> list[dict[str, str]]:
+    """The failed post-steps of a run ([] when none failed or none ran)."""
+    try:
+        data = json.loads((Path(run_dir) / FAILURES).read_text())
+    except (OSError, ValueError):
+        return []
+    return data if isinstance(data, list) else []
+
+
 def _print(step: Step) -> None:
+    detail = step.detail + (f"; log {step.log}" if step.log else "")
     print(f"post: {step.name} {step.status} in {step.seconds:.0f} s"
-          + (f" ({step.detail})" if step.detail and step.status != "ok" else ""), flush=True)
+          + (f" ({detail})" if step.detail and step.status != "ok" else ""), flush=True)

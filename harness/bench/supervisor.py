@@ -2,11 +2,14 @@
 
 The worker is `python -m pytest suite.py -p harness.bench.worker` in a new
 session (its own process group, so it can be killed whole and a Ctrl-C at the
-terminal reaches only the parent). The parent polls three files: the journal
-(finished cells), the heartbeat (the cell now running, since when) and the
-exit status. A cell past its timeout gets the worker killed and a `timeout`
-row; a worker that dies mid-cell (segfault, os._exit) leaves an `error` row.
-Either way a fresh worker takes the remaining cells.
+terminal reaches only the parent), tied to the parent by harness.lifeline (it
+dies when the parent does, even by SIGKILL) and holding the run's lock (so a
+--resume cannot start beside a worker that is still measuring). The parent
+polls three files: the journal (finished cells), the heartbeat (the cell now
+running, since when) and the exit status. A cell past its timeout gets the
+worker killed and a `timeout` row; a worker that dies mid-cell (segfault,
+os._exit) leaves an `error` row. Either way a fresh worker takes the
+remaining cells.
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import harness
-from harness import io
+from harness import io, lifeline
 from harness.bench import journal
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.settings import Limits, Timing, WorkerConfig
 from harness.bench.threads import thread_env
 from harness.bench.worker import CONFIG_ENV
+from harness.isolate import describe_exit
+
+__all__ = ["Group", "Supervisor", "describe_exit", "unique_path"]
 
 POLL_S = 0.2
 IDLE_S = 120.0          # longest a worker may run no cell: importing a backend, loading plugins
@@ -49,15 +55,6 @@ class Group:
         return f"{self.backend}-{self.threads}t"
 
 
-def describe_exit(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by signal {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exited with code {returncode}"
-
-
 def unique_path(folder: Path, stem: str, suffix: str) -> Path:
     """folder/stem.suffix, or stem.2.suffix ... when a resumed run already has it."""
     path, n = folder / f"{stem}{suffix}", 1
@@ -71,8 +68,9 @@ class Supervisor:
     """Runs groups in worker processes; every row (theirs and its own) goes to `on_row`."""
 
     def __init__(self, run_dir: Path, plugins: Sequence[str], timing: Timing, limits: Limits,
-                 on_row: Callable[[dict[str, Any]], None]) -> None:
+                 on_row: Callable[[dict[str, Any]], None], keep_fds: Sequence[int] = ()) -> None:
         self.run_dir = Path(run_dir)
+        self.keep_fds = tuple(keep_fds)       # the run's lock: workers hold it while they live
         self.plugins = tuple(plugins)
         self.timing, self.limits, self.on_row = timing, limits, on_row
         self.journal = self.run_dir / journal.FILENAME
@@ -116,11 +114,16 @@ class Supervisor:
                               str(self.run_dir), str(work / f"{stem}.heartbeat"),
                               self.timing, self.limits)
         argv, env = self._command(group, config.save(work / f"{stem}.json"))
-        with open(self.run_dir / "logs" / f"{group.name}.log", "a") as log:
+        with open(self.run_dir / "logs" / f"{group.name}.log", "a") as log, \
+                lifeline.Lifeline() as line:
             log.write(f"\n$ {' '.join(argv)}\n")
             log.flush()
-            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            try:
+                proc = subprocess.Popen(argv, env={**env, **line.env}, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                        pass_fds=(*line.fds, *self.keep_fds))
+            finally:
+                line.started()
             try:
                 return self._watch(proc, Path(config.heartbeat), {c.key: c for c in pending})
             finally:
@@ -130,7 +133,8 @@ class Supervisor:
         """pytest on the static suite with its own empty config, no conftest and only the plugins
         it needs, JSON into raw/; threads pinned through the environment."""
         argv = [sys.executable, "-m", "pytest", str(SUITE), "-q", "-c", str(self.ini),
-                "--rootdir", str(ROOT), "--noconftest", "-p", "harness.bench.worker",
+                "--rootdir", str(ROOT), "--noconftest", "-p", "harness.bench.lifeline_plugin",
+                "-p", "harness.bench.worker",
                 "-p", "pytest_benchmark.plugin", "-p", "no:cacheprovider", "--benchmark-json",
                 str(unique_path(self.run_dir / "raw", group.name, ".json")),
                 *self.timing.pytest_args()]

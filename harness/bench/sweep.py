@@ -9,10 +9,10 @@ it every few seconds, after each group and on the way out (Ctrl-C included).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from harness.bench import env, journal, results
 from harness.bench.budget import BUDGET_PREFIX
@@ -22,17 +22,19 @@ from harness.bench.options import SweepOptions
 from harness.bench.progress import Progress
 from harness.bench.supervisor import Group, Supervisor
 from harness.registry import Implementation
+from harness.runlock import RunLock, create_unique
 
 CSV_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
 class RunDir:
-    """A run directory and what it is called in every row."""
+    """A run directory, what it is called in every row, and this process's lock on it."""
 
     path: Path
     run_id: str
     machine: str
+    lock: Optional[RunLock] = field(default=None, compare=False)
 
 
 def groups(cells: Iterable[Cell]) -> list[Group]:
@@ -44,16 +46,20 @@ def groups(cells: Iterable[Cell]) -> list[Group]:
 
 
 def open_run(opts: SweepOptions, argv: Sequence[str], cores: int) -> RunDir:
-    """A new run directory with its env.json, or the one --resume names."""
-    if opts.resume is not None:
-        recorded = env.read(opts.resume)
-        return RunDir(opts.resume, recorded["run_id"], recorded["machine"])
-    run_id = env.run_id()
-    path = opts.out / run_id
-    path.mkdir(parents=True, exist_ok=False)
-    environment = env.collect(run_id, argv, cores)
-    env.write(path, environment)
-    return RunDir(path, run_id, environment["machine"])
+    """A new run directory with its env.json, or the one --resume names; locked either way
+    (harness.runlock: a resume while the run still lives is refused)."""
+    path = opts.resume if opts.resume is not None else create_unique(opts.out, env.run_id())
+    lock = RunLock(path, argv)
+    try:
+        if opts.resume is not None:
+            recorded = env.read(path)
+            return RunDir(path, recorded["run_id"], recorded["machine"], lock)
+        environment = env.collect(path.name, argv, cores)   # two runs in one second: name-2
+        env.write(path, environment)
+        return RunDir(path, path.name, environment["machine"], lock)
+    except BaseException:
+        lock.release()
+        raise
 
 
 class _Csv:
@@ -100,7 +106,8 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
     limits = opts.limits
     if limits.budget_s is not None:
         limits = replace(limits, deadline=time.time() + limits.budget_s)
-    supervisor = Supervisor(run_dir.path, opts.plugins, opts.timing, limits, on_row)
+    supervisor = Supervisor(run_dir.path, opts.plugins, opts.timing, limits, on_row,
+                            keep_fds=run_dir.lock.fds if run_dir.lock else ())
     try:
         for group in todo:
             if limits.deadline is not None and time.time() >= limits.deadline:

@@ -58,3 +58,13 @@ def files(run: Run, out: Path) -> str:
     note = ("`raw/` holds pytest-benchmark's JSON: `pytest-benchmark compare` works on it."
             if run.extra("raw") else "")
     return markdown.join(markdown.heading(2, "Files"), " · ".join(found), note)
+
+
+def post_failures(run: Run) -> str:
+    """Bench's post-steps that failed (post_failures.json): named first, their results missing."""
+    import json
+
+    path = run.extra("post_failures.json")
+    failed = json.loads(path.read_text()) if path is not None else []
+    return "\n\n".join(f"**Warning: post-step `{f['step']}` failed** ({f['detail']}, log "
+                       f"`{f['log']}`): its results are missing or incomplete below." for f in failed)

@@ -63,7 +63,8 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run]) -> str:
             "in one process per backend; compare ratios within this run, not absolute times "
             "across runs.")
     return markdown.join(
-        title, lead, sections.sources([run, *([base] if base else [])]), sections.environment(run),
+        title, lead, extras.post_failures(run),
+        sections.sources([run, *([base] if base else [])]), sections.environment(run),
         sections.recommendation(recommend(run.bench, run.verify), run.verify is not None),
         device.section(run.device, run.env),
         sections.accuracy_vs_speed(trades, figures, out),

@@ -1,0 +1,310 @@
+"""Call implementations in child processes, one per backend, so a crash costs only its own rows.
+
+An implementation that calls os._exit or segfaults used to take `verify` (and
+bench's verify, conventions and precision steps) down with it: nothing
+written, and an exit code that read as "an implementation is wrong". Here a
+verb's work on one implementation is a *task*, `function(impl, *args)`, that
+yields one result per item (a case, a probe) and never raises for the
+implementation's faults. `run` gives each backend's implementations to one
+child process (`python -c 'harness.isolate.child()'`, its own session, tied to
+the parent by harness.lifeline), which loads the same plugins, runs the task
+for each and streams the results back over a pipe. When the child dies (or
+sends nothing for `stall_s`: a hang that even the task's own deadline could
+not stop), the verb's `lost(impl, done, why)` supplies the rows of the items
+it did not finish, and a fresh child takes the remaining implementations.
+
+A task that raises, or a child that dies before it has loaded the
+implementations, is the harness's own failure: `HarnessFailure` (exit code 3).
+`isolation=None` runs the same task in this process (unit tests, debugging).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import harness
+from harness import lifeline
+from harness.registry import Implementation
+
+RESULTS_ENV = "PE_HARNESS_ISOLATE_FD"
+ROOT = Path(harness.__file__).resolve().parent.parent
+POLL_S = 0.2
+HEADER = struct.Struct(">I")
+
+Lost = Callable[[Implementation, int, str], list]
+Done = Callable[[Implementation, list], None]
+
+
+class HarnessFailure(RuntimeError):
+    """The isolation itself failed (not an implementation): the CLI exits with code 3."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a child runs for each implementation: `function(impl, *args)`, one result per item."""
+
+    function: str                  # "package.module:name", importable in a fresh process
+    args: tuple = ()
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How to run children: the plugins that register the implementations, and patience."""
+
+    plugins: tuple[str, ...] = ()
+    stall_s: float = 600.0         # longest wait for one result before the child is killed
+    start_s: float = 180.0         # longest wait for the child to load the implementations
+
+
+@dataclass(frozen=True)
+class _Request:
+    plugins: tuple[str, ...]
+    names: tuple[str, ...]
+    task: Task
+
+
+def describe_exit(returncode: int) -> str:
+    """'exited with code 3', 'killed by signal SIGSEGV'."""
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    """--in-process, for the verbs that call implementations."""
+    parser.add_argument("--in-process", action="store_true",
+                        help="call implementations in this process, not in one child process per "
+                             "backend (for debugging: a crashing implementation then ends the run)")
+
+
+def from_args(args: argparse.Namespace, stall_s: float) -> Optional[Isolation]:
+    """Children loading the verb's --plugin list, unless --in-process."""
+    if getattr(args, "in_process", False):
+        return None
+    return Isolation(tuple(getattr(args, "plugin", None) or ()), stall_s=stall_s)
+
+
+def resolve(function: str) -> Callable[..., Iterable[Any]]:
+    module, _, name = function.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def run(impls: Sequence[Implementation], task: Task, lost: Lost,
+        isolation: Optional[Isolation] = None,
+        on_impl_done: Optional[Done] = None) -> dict[str, list]:
+    """Each implementation's results, in the order of `impls`; `on_impl_done` as each finishes."""
+    results: dict[str, list] = {}
+
+    def finish(impl: Implementation, rows: list) -> None:
+        results[impl.name] = rows
+        if on_impl_done is not None:
+            on_impl_done(impl, rows)
+
+    if isolation is None:
+        function = resolve(task.function)
+        for impl in impls:
+            finish(impl, list(function(impl, *task.args)))
+    else:
+        backends = list(dict.fromkeys(i.backend for i in impls))
+        for backend in backends:
+            _Group([i for i in impls if i.backend == backend], task, lost, isolation, finish).run()
+    return {i.name: results[i.name] for i in impls}
+
+
+class _Group:
+    """One backend's implementations, through as many children as their crashes take."""
+
+    def __init__(self, impls: list[Implementation], task: Task, lost: Lost, isolation: Isolation,
+                 finish: Done) -> None:
+        self.impls, self.task, self.lost = impls, task, lost
+        self.isolation, self.finish = isolation, finish
+
+    def run(self) -> None:
+        pending = list(self.impls)
+        while pending:
+            settled = self._attempt(pending)
+            if not settled:      # died after loading, before any implementation: give up on them
+                for impl in pending:
+                    self.finish(impl, self.lost(impl, 0, "not run: its isolated process died "
+                                                         "before starting it"))
+                return
+            pending = [i for i in pending if i.name not in settled]
+
+    def _attempt(self, pending: list[Implementation]) -> set[str]:
+        """One child over `pending`; returns the names it (or its death) settled."""
+        by_name = {i.name: i for i in pending}
+        request = _Request(self.isolation.plugins, tuple(by_name), self.task)
+        read, write = os.pipe()
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        with lifeline.Lifeline() as line:
+            env = {**os.environ, **line.env, RESULTS_ENV: str(write), "PYTHONPATH": path}
+            try:
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", "from harness.isolate import child; child()"],
+                    stdin=subprocess.PIPE, env=env, pass_fds=(*line.fds, write),
+                    start_new_session=True)
+            finally:
+                os.close(write)
+                line.started()
+            try:
+                _send_request(proc, request)
+                return _Watch(self, proc, read, by_name).follow()
+            finally:
+                _kill(proc)
+                os.close(read)
+
+
+class _Watch:
+    """Reads one child's messages until it finishes, dies or stalls."""
+
+    def __init__(self, group: _Group, proc: subprocess.Popen, fd: int,
+                 impls: dict[str, Implementation]) -> None:
+        self.group, self.proc, self.fd, self.impls = group, proc, fd, impls
+        self.buffer = b""
+        self.ready = False
+        self.current: Optional[Implementation] = None
+        self.rows: list = []
+        self.settled: set[str] = set()
+
+    def follow(self) -> set[str]:
+        iso = self.group.isolation
+        deadline = time.monotonic() + iso.start_s
+        why = ""
+        while True:
+            readable, _, _ = select.select([self.fd], [], [], POLL_S)
+            chunk = os.read(self.fd, 1 << 16) if readable else b""
+            if chunk:
+                self.buffer += chunk
+                if self._handle():
+                    deadline = time.monotonic() + iso.stall_s
+            elif readable or self.proc.poll() is not None:
+                break                            # end of the pipe, or the child is gone
+            if time.monotonic() > deadline:
+                limit = iso.stall_s if self.ready else iso.start_s
+                why = f"timeout: no result within {limit:g} s; its process was killed"
+                break
+        _kill(self.proc)
+        if not self.ready:
+            raise HarnessFailure(
+                "the isolated process for " + ", ".join(self.impls) + " "
+                + (why or describe_exit(self.proc.returncode))
+                + " before loading the implementations; see its output above")
+        if self.current is not None:
+            died = describe_exit(self.proc.returncode)
+            why = why or f"its process died during this case ({died})"
+            lost = self.group.lost(self.current, len(self.rows), why)
+            self._settle(self.current, self.rows + lost)
+        return self.settled
+
+    def _handle(self) -> bool:
+        """Act on every complete message in the buffer; True when there was one."""
+        any_message = False
+        while len(self.buffer) >= HEADER.size:
+            (size,) = HEADER.unpack_from(self.buffer)
+            if len(self.buffer) < HEADER.size + size:
+                break
+            kind, value = pickle.loads(self.buffer[HEADER.size:HEADER.size + size])
+            self.buffer = self.buffer[HEADER.size + size:]
+            any_message = True
+            if kind == "ready":
+                self.ready = True
+            elif kind == "begin":
+                self.current, self.rows = self.impls[value], []
+            elif kind == "result":
+                self.rows.append(value)
+            elif kind == "end":
+                self._settle(self.impls[value], self.rows)
+            elif kind == "missing":
+                self._settle(self.impls[value], self.group.lost(
+                    self.impls[value], 0, "not registered in a fresh process (register it "
+                                          "from a plugin module or file to check it in isolation)"))
+            elif kind == "failed":
+                raise HarnessFailure(f"isolated task {self.group.task.function} failed:\n{value}")
+        return any_message
+
+    def _settle(self, impl: Implementation, rows: list) -> None:
+        self.current, self.rows = None, []
+        self.settled.add(impl.name)
+        self.group.finish(impl, rows)
+
+
+def _send_request(proc: subprocess.Popen, request: _Request) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        proc.stdin.close()
+    except BrokenPipeError:         # died at once: the watch reports how
+        pass
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the child's whole process group (it is its own session), if still running."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
+# -- the child -------------------------------------------------------------------------
+
+def child() -> None:
+    """A child's whole life: load the implementations, run the task for each, report, exit."""
+    lifeline.watch()
+    out = int(os.environ.pop(RESULTS_ENV))
+    request: _Request = pickle.load(sys.stdin.buffer)
+
+    def send(kind: str, value: Any = None) -> None:
+        data = pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
+        _write_all(out, HEADER.pack(len(data)) + data)
+
+    try:
+        impls = {i.name: i for i in harness.implementations(request.plugins)}
+        function = resolve(request.task.function)
+        send("ready")
+        for name in request.names:
+            impl = impls.get(name)
+            if impl is None:
+                send("missing", name)
+                continue
+            send("begin", name)
+            for result in function(impl, *request.task.args):
+                send("result", result)
+            send("end", name)
+    except Exception:
+        send("failed", traceback.format_exc())
+        _exit(1)
+    _exit(0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _exit(code: int) -> None:
+    """Exit now: a call the task abandoned at its deadline may still be running in a thread."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
