@@ -1,8 +1,11 @@
-"""The `identify` verb: read a file, identify the table, print the answer as text or JSON.
+"""The `identify` verb: read a file, identify its tables, print the answers as text or JSON.
 
-Exit codes: 0 when a Spec reproduces the table as it is; 1 when none does
-(a named permutation of a known table, or no match with the nearest
-candidates listed); 2 for bad input (cli.py prints the ValueError).
+A file with several arrays (an .npz archive, a state dict) has each one identified and
+reported; entries that are no table (a 1-D buffer) are named with the reason, and do not
+stop the scan. Exit codes: 0 when a Spec reproduces a table as it is (any entry of the
+file); 1 when none does (a named permutation of a known table, a single row that cannot
+determine the Spec, or no match with the nearest candidates listed); 2 for bad input
+(cli.py prints the ValueError).
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import math
 from typing import Any, Sequence
 
 from harness import tables
-from harness.identify.load import load
-from harness.identify.search import Candidate, Identification, identify
+from harness.identify.check import Candidate
+from harness.identify.files import Stored, open_file
+from harness.identify.load import LoadedTable, from_array
+from harness.identify.search import Identification, identify
 from harness.registry import Implementation
 from harness.spec import SPEC_FIELDS, Spec
 
@@ -24,20 +29,65 @@ LIBRARY_PREFIX = "lib-"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="the table: .npy, .npz, .pt or .csv")
-    parser.add_argument("--key", help="the array of an .npz archive or the tensor of a .pt dict "
-                                      "(default: the first)")
+    parser.add_argument("--key", help="only this array of an .npz archive or tensor of a .pt "
+                                      "dict ('a.b' inside nested dicts; default: every one)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object keyed by the Spec's field names")
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
-    found = identify(load(args.file, key=args.key))
-    libraries = libraries_for(found.best.spec, impls) if found.best else []
-    if args.json:
-        print(json.dumps(as_json(found, libraries), indent=2))
-    else:
-        print(as_text(found, libraries))
+    stored = open_file(args.file, key=args.key)
+    if len(stored) > 1:
+        return _report_entries(args.file, scan(stored), impls, args.json)
+    found = identify(_table(stored[0]))
+    libraries = _libraries(found, impls)
+    print(json.dumps(as_json(found, libraries), indent=2) if args.json else
+          as_text(found, libraries))
     return 0 if found.matched else 1
+
+
+def _report_entries(file: str, results: list[tuple[Stored, Identification | str]],
+                    impls: Sequence[Implementation], as_json_object: bool) -> int:
+    """Every entry of a file; the JSON object is the first match's (or first table's)."""
+    answers = [(s, r) for s, r in results if isinstance(r, Identification)]
+    if not answers:
+        problems = "; ".join(f"{s.name}: {r}" for s, r in results)
+        raise ValueError(f"{file} holds no table ({problems})")
+    if as_json_object:
+        key, head = next((a for a in answers if a[1].matched), answers[0])
+        entries = [{"key": s.name, **as_json(r, _libraries(r, impls))}
+                   if isinstance(r, Identification) else {"key": s.name, "error": r}
+                   for s, r in results]
+        print(json.dumps({"key": key.name, **as_json(head, _libraries(head, impls)),
+                          "entries": entries}, indent=2))
+    else:
+        lines = [f"{file} holds {len(results)} arrays; each is identified on its own."]
+        for s, r in results:
+            lines.append(f"\n== {s.name} ==")
+            lines.append(as_text(r, _libraries(r, impls)) if isinstance(r, Identification)
+                         else f"not a table: {r}")
+        print("\n".join(lines))
+    return 0 if any(r.matched for _, r in answers) else 1
+
+
+def scan(stored: Sequence[Stored]) -> list[tuple[Stored, Identification | str]]:
+    """Identify every entry; one that is no table gets the reason instead."""
+    out: list[tuple[Stored, Identification | str]] = []
+    for entry in stored:
+        try:
+            out.append((entry, identify(_table(entry), nearest=False)))
+        except ValueError as exc:
+            out.append((entry, str(exc)))
+    return out
+
+
+def _table(entry: Stored) -> LoadedTable:
+    return from_array(entry.read(), source=entry.source, dtype=entry.dtype)
+
+
+def _libraries(found: Identification, impls: Sequence[Implementation]) -> list[Implementation]:
+    """Named only for a Spec the table determines (not for one of many, nor a near miss)."""
+    return libraries_for(found.best.spec, impls) if found.best and not found.undetermined else []
 
 
 def libraries_for(spec: Spec, impls: Sequence[Implementation]) -> list[Implementation]:
@@ -62,8 +112,12 @@ def as_json(found: Identification, libraries: Sequence[Implementation]) -> dict[
     """Spec fields of the answer (or of the nearest candidate) plus max_abs_err and context."""
     head = found.best or (found.nearest[0] if found.nearest else None)
     out: dict[str, Any] = _spec_fields(head) if head else {f: None for f in SPEC_FIELDS}
-    out.update(match=found.matched, source=found.source,
+    out.update(match=found.matched, source=found.source, amplitude=found.amplitude.value,
+               amplitude_expression=found.amplitude.expression,
+               alternatives=[_spec_fields(c) for c in found.alternatives],
                libraries=[i.name for i in libraries], notes=list(found.notes))
+    if found.undetermined:
+        out["undetermined"] = found.undetermined
     if found.permutation:
         out.update(permutation=found.permutation, columns=list(found.columns))
     if not found.best:
@@ -73,8 +127,14 @@ def as_json(found: Identification, libraries: Sequence[Implementation]) -> dict[
 
 def as_text(found: Identification, libraries: Sequence[Implementation]) -> str:
     lines = [f"table: {found.source} ({found.shape[0]} x {found.shape[1]}, {found.dtype})"]
-    if found.best and not found.permutation:
+    if found.best and found.undetermined:
+        lines.append(f"undetermined: {found.undetermined}")
+        lines.append("  consistent with: " + _describe(found.best))
+    elif found.best and not found.permutation:
         lines.append("match: " + _describe(found.best))
+        if found.alternatives:
+            lines.append("the same table within tolerance, read another way:")
+            lines += ["  " + _describe(c) for c in found.alternatives]
     elif found.best:
         lines.append(f"no Spec reproduces the table as it is, but it is a permutation of one: "
                      f"{found.permutation}")
@@ -82,15 +142,17 @@ def as_text(found: Identification, libraries: Sequence[Implementation]) -> str:
         if found.columns:
             lines.append("  table column j holds column columns[j] of that table: "
                          f"{list(found.columns)}")
-    else:
+    elif found.nearest:
         lines.append("no match: no Spec reproduces this table within tolerance. "
                      "Nearest candidates:")
         rows = [[c.spec.short(), c.max_abs_err, c.err_ratio] for c in found.nearest]
         lines.append(tables.text(["candidate", "max_abs_err", "error/tolerance"], rows))
+    else:
+        lines.append("no match: no Spec reproduces this table within tolerance")
     if libraries:
         lines.append("libraries with this convention:")
         lines += [f"  {i.name}: {i.doc}" for i in libraries]
-    elif found.best:
+    elif found.best and not found.undetermined:
         lines.append("libraries with this convention: none of the registered lib-* conventions")
     lines += [f"note: {n}" for n in found.notes]
     return "\n".join(lines)

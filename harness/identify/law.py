@@ -6,9 +6,11 @@ per position: a straight line `ln omega_k = ln scale - rate * k` with
 over pairs of pairs, so aliased fast pairs (scale > pi) and noisy slow pairs
 (float16) do not pull it. Only `rate` is observable: base and freq_shift trade
 against each other exactly (base 10000 with shift 0 is base 10000^(31/32) with
-shift 1 at d_model = 64). `candidates` therefore lists the readings that
-libraries use first - shift 0 or 1 with a round base - and the full-table
-check decides among the ones the data cannot tell apart.
+shift 1 at d_model = 64; Whisper's base 5000 with shift 1 is base 6581.0 with
+shift 0). `candidates` lists the readings libraries use - shift 0 or 1 with a
+round base, a common base with a half-integer shift - then the base as
+measured; among readings that all fit, `Law.simplicity` says which one a
+person most likely wrote: the fewest digits in the base, then the usual shifts.
 """
 
 from __future__ import annotations
@@ -63,6 +65,14 @@ class Law:
     @property
     def measured(self) -> bool:
         return bool(self.log_scale_err or self.rate_err)
+
+    @property
+    def simplicity(self) -> tuple[bool, int, bool, bool, int, float]:
+        """Sort key among readings that fit equally: round before measured, fewest significant
+        digits of the base (5000 before 6581), shift 0 or 1 before others, the default base,
+        a round scale, then shift 0 before 1."""
+        return (self.measured, significant_digits(self.base), self.freq_shift not in (0, 1),
+                self.base != DEFAULT_BASE, significant_digits(self.scale), abs(self.freq_shift))
 
     def omega(self, half_width: float, n_freq: int) -> np.ndarray:
         """Exact angular frequency of each pair, rad per position (as in harness.reference)."""
@@ -141,11 +151,17 @@ def nice_values(x: float, log_tol: float, max_digits: int = NICE_DIGITS) -> list
     return out
 
 
+def significant_digits(x: float) -> int:
+    """Digits needed to write x exactly as it is (10000 -> 1, 6581 -> 4, 0.125 -> 3)."""
+    return next((n for n in range(1, 17) if float(f"{x:.{n}g}") == x), 17)
+
+
 def candidates(rate: Optional[Rate], half_width: float, n_freq: int) -> list[Law]:
-    """Readings of the fitted rate, likeliest first (the search keeps the first rank that fits)."""
+    """Readings of the fitted rate, likeliest first (rank: round, common, measured)."""
     scales = _scales(rate)
     if rate is None or n_freq < 2:       # nothing to read base and shift from: the defaults
-        return [Law(DEFAULT_BASE, shift, s, r + shift) for shift in (0, 1) for s, r in scales
+        shifts = (0, 1) if n_freq >= 2 else (0,)     # one frequency: every shift is one table
+        return [Law(DEFAULT_BASE, shift, s, r + shift) for shift in shifts for s, r in scales
                 if half_width > shift]
     laws = [Law(b, f, s, rank + srank, rate.log_scale_err if srank else 0.0,
                 rate.rate_err if rank == RANK_MEASURED else 0.0)

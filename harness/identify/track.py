@@ -76,7 +76,7 @@ def track(values: np.ndarray, sin_cols: np.ndarray, cos_cols: np.ndarray, valid:
 
 def _angles(values: np.ndarray, rows: np.ndarray, sin_cols: np.ndarray,
             cos_cols: np.ndarray) -> np.ndarray:
-    sub = values[rows]
+    sub = np.asarray(values[rows], dtype=np.float64)     # float64 angles of a float16/32 table
     return np.arctan2(sub[:, sin_cols], sub[:, cos_cols])
 
 
