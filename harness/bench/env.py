@@ -77,11 +77,6 @@ def _nvidia_smi() -> list[dict[str, str]]:
             for line in done.stdout.splitlines() if line.strip()]
 
 
-def gpu_name() -> Optional[str]:
-    names = [gpu["name"] for gpu in _nvidia_smi()]
-    return ", ".join(names) if names else None
-
-
 def gpus() -> list[dict[str, Any]]:
     """Every GPU nvidia-smi lists, with device 0's L2 size, SM count and theoretical DRAM
     bandwidth from the driver (no library context: nothing is imported)."""
@@ -100,8 +95,10 @@ def version(label: str) -> Optional[str]:
     return None
 
 
-def machine_label(cores: int) -> str:
-    return f"{cpu_model()} x{cores}"
+def machine_label(cores: int, gpu: Optional[str] = None) -> str:
+    """What the report's titles call the machine: the GPU first when there is one."""
+    host = f"{cpu_model()} x{cores}"
+    return f"{gpu} ({host})" if gpu else host
 
 
 def git_dirty() -> Optional[bool]:
@@ -112,6 +109,8 @@ def git_dirty() -> Optional[bool]:
 
 
 def collect(run: str, argv: Sequence[str], cores: int) -> dict[str, Any]:
+    found = gpus()
+    gpu = ", ".join(g["name"] for g in found) or None
     return {
         "run_id": run,
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -123,10 +122,10 @@ def collect(run: str, argv: Sequence[str], cores: int) -> dict[str, Any]:
         "cores_logical": cores,
         "cores_physical": psutil.cpu_count(logical=False),
         "memory_bytes": psutil.virtual_memory().total,
-        "gpu": gpu_name(),
-        "gpus": gpus(),
+        "gpu": gpu,
+        "gpus": found,
         "versions": {label: version(label) for label in PACKAGES},
-        "machine": machine_label(cores),
+        "machine": machine_label(cores, gpu),
         "argv": list(argv),
     }
 
