@@ -4,10 +4,15 @@ Each program writes a BLOCK_ROWS x BLOCK_COLS tile: it loads the tile's column
 frequencies and phases (impls/_device_columns.py), forms the angles in float64,
 reduces them modulo 2 pi in float64, and takes one float32 sine per element
 (cos is the sine a quarter turn on). The table is written once and read never,
-so the kernel is bounded by the DRAM write. The tile shape is tuned per size
-and dtype at the first (untimed) call, which shows in `first_call_s`; later
-calls launch the plain kernel with that tile, because triton.autotune's
-wrapper adds ~13 us of Python to every launch (measured on an H100).
+so the kernel is bounded by the DRAM write. The tile shape is autotuned per
+size and dtype at the first (untimed) call, which shows in `first_call_s`.
+
+Measured on an H100 (results/20261123-063516-c16a9a1): the kernel reaches 85% of
+a bare fill's bandwidth at 8192 x 1024 float32, but a launch from Python costs
+~30 us (Triton 3.6's launcher plus the autotune wrapper), so CuPy's cheaper
+launch wins below ~2^24 elements when each call is synchronised. Tuning by
+timing launches instead (10 launches per tile) measured the launcher, not the
+kernel, and picked slower tiles (27 us instead of 22 us): hence autotune.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ def _kernel():
     import triton
     import triton.language as tl
 
+    @triton.autotune(configs=[triton.Config({"BLOCK_ROWS": r, "BLOCK_COLS": c}, num_warps=w)
+                              for r, c, w in TILES], key=["length", "d_model"])
     @triton.jit
     def sincos_table(out_ptr, freq_ptr, phase_ptr, length, d_model, offset,
                      WIDE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
@@ -53,46 +60,25 @@ def _kernel():
     return sincos_table
 
 
-def _tune(launch, tiles=TILES, calls: int = 10):
-    """The tile whose launches run fastest: each compiled and warmed, then `calls` launches
-    timed between two device syncs (harness.backends.cuda_driver.synced_clock)."""
-    from harness.backends.cuda_driver import synced_clock
-
-    def seconds(tile):
-        for _ in range(3):
-            launch(tile)
-        start = synced_clock()
-        for _ in range(calls):
-            launch(tile)
-        return synced_clock() - start
-
-    return min(tiles, key=seconds)
-
-
 @register(name="triton-table", backend="triton", device="cuda", supports=HALF_AND_FULL)
 def build_triton_table(spec: Spec):
-    """One Triton kernel: float64 angle reduced mod 2 pi, one float32 sine per element (tile
-    tuned at the first call)."""
+    """One Triton kernel: float64 angle reduced mod 2 pi, one float32 sine per element (autotuned
+    tile)."""
     import torch
     import triton
 
     kernel = _kernel()
     freq, phase = (torch.from_numpy(v).to("cuda") for v in frequencies_and_phases(spec))
     dtype = getattr(torch, spec.dtype)
-    shape, wide = (spec.length, spec.d_model), spec.dtype == "float64"
-    tuned: list = []
+    wide = spec.dtype == "float64"
 
-    def launch(tile):
-        rows, cols, warps = tile
-        out = torch.empty(shape, dtype=dtype, device="cuda")
-        grid = (triton.cdiv(spec.length, rows), triton.cdiv(spec.d_model, cols))
-        kernel[grid](out, freq, phase, spec.length, spec.d_model, spec.offset, WIDE=wide,
-                     BLOCK_ROWS=rows, BLOCK_COLS=cols, num_warps=warps)
-        return out
+    def grid(meta):
+        return (triton.cdiv(spec.length, meta["BLOCK_ROWS"]),
+                triton.cdiv(spec.d_model, meta["BLOCK_COLS"]))
 
     def table():
-        if not tuned:
-            tuned.append(_tune(launch))
-        return launch(tuned[0])
+        out = torch.empty((spec.length, spec.d_model), dtype=dtype, device="cuda")
+        kernel[grid](out, freq, phase, spec.length, spec.d_model, spec.offset, WIDE=wide)
+        return out
 
     return table
