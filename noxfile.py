@@ -1,60 +1,74 @@
 """nox sessions: `nox -s tests`, `nox -s verify`, `nox -s bench`, `nox -s report`.
 
-Each session installs the whole stack once (pinned by constraints.txt) and
-reuses its environment afterwards: the install is skipped while pyproject.toml
-and constraints.txt are unchanged.
+All sessions share one environment, `.nox/stack` (about 3 GB: torch, TensorFlow,
+JAX, Numba), so the stack is installed once, not once per session. It is built
+with virtualenv (which nox itself depends on) for Python 3.11 and reinstalled
+only when pyproject.toml or constraints.txt change (a digest is kept beside it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
+import sys
 from pathlib import Path
 
 import nox
 
-nox.options.reuse_venv = "yes"
-nox.options.error_on_missing_interpreters = True   # a missing Python fails CI, never skips it
 nox.options.sessions = ["tests"]
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
+STACK = ROOT / ".nox" / "stack"
+QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
-def install_stack(session: nox.Session) -> None:
-    """pip install -e '.[all,test]' under the constraints, unless this env already has it."""
+def stack_python(session: nox.Session) -> str:
+    """The shared environment's python, with `.[all,test]` installed under the constraints."""
+    python = STACK / "bin" / "python"
     digest = hashlib.sha256(
         b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "constraints.txt"))
     ).hexdigest()
-    marker = Path(session.virtualenv.location) / ".pe-harness-stack"
-    if marker.exists() and marker.read_text() == digest:
-        session.log("stack already installed in this environment (reused)")
-        return
-    session.install("-c", "constraints.txt", "-e", ".[all,test]")
+    marker = STACK / ".pe-harness-stack"
+    if marker.exists() and marker.read_text() == digest and python.exists():
+        session.log(f"stack already installed in {STACK} (shared by every session)")
+        return str(python)
+    interpreter = shutil.which(f"python{PYTHON}")
+    if interpreter is None:   # a missing Python fails, never skips
+        session.error(f"Python {PYTHON} is required (python{PYTHON} is not on PATH)")
+    if not python.exists():
+        session.run(sys.executable, "-m", "virtualenv", "--quiet", "-p", interpreter, str(STACK),
+                    external=True)
+    session.run(str(python), "-m", "pip", "install", "--quiet", "-c", "constraints.txt",
+                "-e", ".[all,test]", external=True)
     marker.write_text(digest)
+    return str(python)
 
 
-@nox.session(python=PYTHON)
+def harness(session: nox.Session, verb: str) -> None:
+    session.run(stack_python(session), "-m", "harness", verb, *session.posargs, external=True,
+                env=QUIET_TF)
+
+
+@nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The test suite: correctness of every implementation, the harness, the reports."""
-    install_stack(session)
-    session.run("pytest", *session.posargs, env={"TF_CPP_MIN_LOG_LEVEL": "2"})
+    session.run(stack_python(session), "-m", "pytest", *session.posargs, external=True,
+                env=QUIET_TF)
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def verify(session: nox.Session) -> None:
     """Check every implementation against the float64 reference; fails on any wrong one."""
-    install_stack(session)
-    session.run("python", "-m", "harness", "verify", *session.posargs)
+    harness(session, "verify")
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def bench(session: nox.Session) -> None:
     """The default timing sweep into results/ (`-- --quick` for a small grid)."""
-    install_stack(session)
-    session.run("python", "-m", "harness", "bench", *session.posargs)
+    harness(session, "bench")
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def report(session: nox.Session) -> None:
     """Rebuild report.md and plots of run directories (default: the newest under results/)."""
-    install_stack(session)
-    session.run("python", "-m", "harness", "report", *session.posargs)
+    harness(session, "report")
