@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import harness
-from harness import lifeline
+from harness import backends, lifeline
 from harness.registry import Implementation
 
 RESULTS_ENV = "PE_HARNESS_ISOLATE_FD"
@@ -277,6 +277,10 @@ def child() -> None:
 
     try:
         impls = {i.name: i for i in harness.implementations(request.plugins)}
+        for backend in {impls[n].backend for n in request.names if n in impls}:
+            prepare = backends.get(backend).prepare
+            if prepare is not None:
+                prepare()
         function = resolve(request.task.function)
         send("ready")
         for name in request.names:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -60,3 +64,15 @@ def test_unknown_backends_get_a_plain_host_adapter_and_plugins_can_add_their_own
 def test_env_records_every_adapters_distributions():
     assert {"torch", "tensorflow", "numba", "jax", "cupy", "triton"} <= set(env.PACKAGES)
     assert env.version("numpy") == np.__version__
+
+
+def test_tensorflow_is_imported_without_its_startup_banners():
+    """TF 2.21 prints a oneDNN notice through absl whatever TF_CPP_MIN_LOG_LEVEL says; the
+    adapter's prepare() keeps it out of the verbs' output (a fresh process: TF imports once)."""
+    code = ("import sys; from harness.backends import tensorflow as t; t.import_quietly(); "
+            "print('imported' if 'tensorflow' in sys.modules else 'missing')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items()
+                                            if k != "TF_CPP_MIN_LOG_LEVEL"})
+    assert done.returncode == 0 and done.stdout.strip() == "imported", done.stderr
+    assert "oneDNN" not in done.stderr and "absl::InitializeLog" not in done.stderr

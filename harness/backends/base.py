@@ -38,6 +38,7 @@ class Backend:
     cuda: Optional[Callable[[], Optional[str]]] = None # None when it sees a CUDA device, else why
     capture: Optional[Callable[[Call], Call]] = None   # a CUDA-graph replay of the call
     install: str = ""                                  # how to get it, for "not installed"
+    prepare: Optional[Callable[[], None]] = None       # once per process, before its impls run
 
     def missing(self) -> Optional[str]:
         """None when its modules import here, else which one is missing (without importing)."""
