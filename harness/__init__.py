@@ -1,11 +1,15 @@
 """pe-harness: verify, time and identify sinusoidal positional encodings.
 
-Public contract (see DESIGN.md): `Spec`, `register`, `implementations`,
-`reference`, `to_numpy`, `Supports`.
+Public contract (docs and README): `Spec`, `register`, `implementations`,
+`reference`, `to_numpy`, `Supports`; for a user's own tests, `check_callable`
+and `assert_callable` judge an unregistered callable as `verify` does, and
+return a `Check`.
 """
 
 from __future__ import annotations
 
+from harness.api import assert_callable, check_callable
+from harness.checks import Check
 from harness.convert import dtype_name, to_numpy
 from harness.plugins import PluginError, load_all, load_plugin
 from harness.reference import reference
@@ -15,8 +19,9 @@ from harness.supports import Supports
 from harness.tolerance import tolerance
 
 __all__ = [
-    "Implementation", "PluginError", "Spec", "Supports", "dtype_name", "implementations",
-    "load_plugin", "reference", "register", "to_numpy", "tolerance",
+    "Check", "Implementation", "PluginError", "Spec", "Supports", "assert_callable",
+    "check_callable", "dtype_name", "implementations", "load_plugin", "reference", "register",
+    "to_numpy", "tolerance",
 ]
 
 

@@ -6,7 +6,8 @@ interrupted run keeps what it finished), prints a summary and exits 1 when
 anything fails or errors (a crash included: each backend's implementations
 run in a child process, so a crash is that implementation's error rows), 2 on
 a usage error and 3 when the harness itself fails. Without --out it writes to
-results/_standalone/ (ignored by git), never beside a committed run.
+results/_standalone/ (ignored by git), never beside a committed run. With
+--json, stdout is one JSON object (`report_json`) and progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from harness import arguments, exitcodes, io, isolate, tables
+from harness import arguments, exitcodes, io, isolate, jsonout, tables
 from harness.cases import default_cases
 from harness.checks import STATUSES, Check, check
 from harness.registry import Implementation
@@ -142,7 +143,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--random", type=int, default=8,
                         help="number of seeded random specs, >= 0 (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random specs")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (per-implementation counts and every failing "
+                             "check) on stdout instead of the table; progress goes to stderr")
     isolate.add_option(parser)
+
+
+def report_json(checks: Sequence[Check], n_specs: int, out: Path) -> dict:
+    """What `verify --json` prints: the verdict, each implementation's counts, every fail/error."""
+    rows = summary(checks)
+    failed = [r["impl"] for r in rows if r["fail"] or r["error"]]
+    return {"ok": not failed, "failed": failed, "specs": n_specs, "checks": len(checks),
+            "csv": str(out / "verify.csv"), "markdown": str(out / "verify.md"),
+            "implementations": rows,
+            "problems": [c.row() for c in checks if c.status in ("fail", "error")]}
 
 
 def stall_s(timeout_s: float) -> float:
@@ -159,6 +173,8 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         return exitcodes.USAGE
     specs = default_cases(quick=args.quick, n_random=n_random, seed=args.seed)
     out = Path(args.out)
+    as_json = getattr(args, "json", False)
+    log = sys.stderr if as_json else sys.stdout     # with --json, stdout is the JSON alone
     done: list[Check] = []
     started = time.perf_counter()
 
@@ -168,17 +184,20 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         counts = {s: sum(c.status == s for c in mine) for s in STATUSES}
         print(f"[{len({c.impl for c in done})}/{len(chosen)}] {impl.name:<24} "
               + " ".join(f"{k} {v}" for k, v in counts.items())
-              + f"  ({time.perf_counter() - started:.0f} s)", flush=True)
+              + f"  ({time.perf_counter() - started:.0f} s)", file=log, flush=True)
 
     checks = run(chosen, specs, timeout_s, progress,
                  isolate.from_args(args, stall_s(timeout_s)))
     write_outputs(checks, out)          # in the order of `list`, not the order groups finished
-    print()
     rows = summary(checks)
+    bad = [r["impl"] for r in rows if r["fail"] or r["error"]]
+    if as_json:
+        print(jsonout.dumps(report_json(checks, len(specs), out)))
+        return exitcodes.FINDING if bad else exitcodes.OK
+    print()
     print(tables.text(SUMMARY_HEADERS, [[r[h] for h in SUMMARY_HEADERS] for r in rows]))
     print(f"\n{len(checks)} checks over {len(specs)} specs; wrote {out / 'verify.csv'} "
           f"and {out / 'verify.md'}")
-    bad = [r["impl"] for r in rows if r["fail"] or r["error"]]
     if bad:
         print(f"FAILED: {', '.join(bad)}")
         return exitcodes.FINDING

@@ -1,0 +1,76 @@
+"""Check a plain callable against the float64 reference, unregistered: for a user's own tests and CI.
+
+`check_callable(fn, spec)` wraps `fn` in a throwaway `Implementation` (never
+added to the registry) and hands it to `checks.check`, the one path by which
+`verify` calls anything correct. So a test in a user's suite applies the same
+shape, dtype, finiteness, angle-scaled tolerance and poison checks as `verify`,
+and cannot drift from it. `assert_callable` is the same check as a pytest
+assertion whose message says what went wrong and where.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+from harness.checks import Check, check
+from harness.registry import WORKLOADS, Implementation
+from harness.spec import Spec
+
+#: The backend label of a checked callable: nothing to import, no threads to pin. Only `list`
+#: and bench care about backends; the checks judge the returned array by its own type.
+BACKEND = "python"
+
+
+def check_callable(fn: Callable[..., Any], spec: Spec, *, workload: str = "table",
+                   name: Optional[str] = None, timeout_s: float = 120.0) -> Check:
+    """Judge `fn` on `spec` exactly as `verify` judges a registered implementation.
+
+    `fn` is what bench would time: for `workload="table"` a zero-argument callable that
+    builds the `[length, d_model]` table of `spec` (NumPy, torch, TensorFlow, JAX or CuPy),
+    for `workload="forward"` a callable `fn(x) -> x + PE` with `x` of shape
+    `[batch, length, d_model]`. It is called three times: its results are poisoned (NaN)
+    in between, so a callable that returns a cached table fails. Returns the `Check`
+    (`status` "pass", "fail" or "error", `reason`, `max_abs_err`, `tol`, `err_ratio`,
+    `worst_pos`, `worst_col`); an exception or a hang of `fn` is an "error", never raised.
+    """
+    impl = _wrap(fn, spec, workload, name)
+    return check(impl, spec, timeout_s)
+
+
+def assert_callable(fn: Callable[..., Any], spec: Spec, *, workload: str = "table",
+                    name: Optional[str] = None, timeout_s: float = 120.0) -> Check:
+    """`check_callable`, raising AssertionError unless it passes; returns the passing Check."""
+    result = check_callable(fn, spec, workload=workload, name=name, timeout_s=timeout_s)
+    if result.status != "pass":
+        raise AssertionError(describe(result))
+    return result
+
+
+def describe(result: Check) -> str:
+    """One line: which callable, which spec, the verdict and its evidence."""
+    line = f"{result.impl} on {result.spec.short()}: {result.status}"
+    if result.reason:
+        line += f": {result.reason}"
+    if math.isfinite(result.max_abs_err):
+        line += (f" (max abs err {result.max_abs_err:.3g}, {result.err_ratio:.3g}x its tolerance, "
+                 f"worst at position {result.worst_pos}, column {result.worst_col})")
+    return line
+
+
+def _wrap(fn: Callable[..., Any], spec: Spec, workload: str, name: Optional[str]) -> Implementation:
+    """A one-off Implementation whose factory hands back `fn` (bound to x for `forward`)."""
+    if not isinstance(spec, Spec):
+        raise TypeError(f"spec must be a harness.Spec, got {type(spec).__name__}")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
+    label = name or getattr(fn, "__qualname__", None) or type(fn).__name__
+
+    def build(_spec: Spec, *x: Any) -> Callable[[], Any]:
+        return (lambda: fn(*x)) if workload == "forward" else fn
+
+    return Implementation(name=label, backend=BACKEND, device="cpu", build=build,
+                          supports_fn=lambda _spec: None, workload=workload,
+                          origin=getattr(fn, "__module__", None) or "?")
