@@ -27,7 +27,7 @@ import pandas as pd
 from harness import arguments, io, isolate, tables
 from harness.convert import to_numpy
 from harness.deadline import call_with_deadline
-from harness.precision_methods import METHODS, backends
+from harness.precision_methods import METHODS, array_ops
 from harness.reference import angles, reference
 from harness.registry import Implementation
 from harness.spec import Spec
@@ -78,7 +78,7 @@ def measure_methods(starts: Sequence[int]) -> list[Point]:
         spec = probe_spec(start)
         theta = angles(spec)
         positions = np.arange(spec.offset, spec.offset + spec.length, dtype=np.int64)
-        for be in backends():
+        for be in array_ops():
             for dtype in be.dtypes:
                 for name, method in METHODS.items():
                     with np.errstate(all="ignore"):

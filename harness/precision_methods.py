@@ -1,7 +1,7 @@
 """Small reference versions of the ways to compute a sin/cos table in a narrow dtype.
 
 These are for measuring error, not speed (the fast production versions live
-in impls/). Each method is written once against a tiny `Backend` adapter, so
+in impls/). Each method is written once against a tiny `ArrayOps` record, so
 NumPy and torch run the same steps:
 
 - `direct`: positions, frequencies, angles and sin/cos all in the dtype - what
@@ -31,7 +31,7 @@ Pair = tuple[np.ndarray, np.ndarray]   # (sin, cos) as float64 NumPy arrays [n_p
 
 
 @dataclass(frozen=True)
-class Backend:
+class ArrayOps:
     """The few operations the methods need, for one array library."""
 
     name: str
@@ -43,27 +43,27 @@ class Backend:
     to_float64: Callable[[Any], np.ndarray]
 
 
-def numpy_backend() -> Backend:
-    return Backend("numpy", ("float16", "float32"), lambda x, d: x.astype(d), np.sin, np.cos,
+def numpy_ops() -> ArrayOps:
+    return ArrayOps("numpy", ("float16", "float32"), lambda x, d: x.astype(d), np.sin, np.cos,
                    np.exp, lambda x: np.asarray(x, dtype=np.float64))
 
 
-def torch_backend() -> Optional[Backend]:
+def torch_ops() -> Optional[ArrayOps]:
     """None when torch is not installed (the study then runs NumPy only)."""
     try:
         import torch
     except ImportError:
         return None
-    return Backend("torch", ("float16", "bfloat16", "float32"),
+    return ArrayOps("torch", ("float16", "bfloat16", "float32"),
                    lambda x, d: torch.from_numpy(np.ascontiguousarray(x)).to(getattr(torch, d)),
                    torch.sin, torch.cos, torch.exp, lambda t: t.double().numpy())
 
 
-def backends() -> list[Backend]:
-    return [b for b in (numpy_backend(), torch_backend()) if b is not None]
+def array_ops() -> list[ArrayOps]:
+    return [b for b in (numpy_ops(), torch_ops()) if b is not None]
 
 
-def direct(be: Backend, positions: np.ndarray, base: float, denominator: float,
+def direct(be: ArrayOps, positions: np.ndarray, base: float, denominator: float,
            n_freq: int, dtype: str) -> Pair:
     p = be.cast(positions.astype(np.float64), dtype)
     k = be.cast(np.arange(n_freq, dtype=np.float64), dtype)
@@ -72,21 +72,21 @@ def direct(be: Backend, positions: np.ndarray, base: float, denominator: float,
     return be.to_float64(be.sin(theta)), be.to_float64(be.cos(theta))
 
 
-def f64_angles(be: Backend, positions: np.ndarray, base: float, denominator: float,
+def f64_angles(be: ArrayOps, positions: np.ndarray, base: float, denominator: float,
                n_freq: int, dtype: str) -> Pair:
     theta = np.outer(positions.astype(np.float64), _inv_freq(base, denominator, n_freq))
     reduced = be.cast(np.mod(theta + math.pi, TWO_PI) - math.pi, dtype)
     return be.to_float64(be.sin(reduced)), be.to_float64(be.cos(reduced))
 
 
-def f64_table(be: Backend, positions: np.ndarray, base: float, denominator: float,
+def f64_table(be: ArrayOps, positions: np.ndarray, base: float, denominator: float,
               n_freq: int, dtype: str) -> Pair:
     theta = np.outer(positions.astype(np.float64), _inv_freq(base, denominator, n_freq))
     return (be.to_float64(be.cast(np.sin(theta), dtype)),
             be.to_float64(be.cast(np.cos(theta), dtype)))
 
 
-def angle_addition(be: Backend, positions: np.ndarray, base: float, denominator: float,
+def angle_addition(be: ArrayOps, positions: np.ndarray, base: float, denominator: float,
                    n_freq: int, dtype: str) -> Pair:
     inv = _inv_freq(base, denominator, n_freq)
     coarse = np.outer((positions // BLOCK * BLOCK).astype(np.float64), inv)

@@ -34,6 +34,7 @@ class Backend:
     to_numpy: Optional[Callable[[Any], np.ndarray]] = None
     poison: Optional[Callable[[Any], bool]] = None     # fill with NaN in place; False if immutable
     pin_threads: Optional[Callable[[int], str]] = None # set its pools, describe what holds
+    threaded: bool = True                              # worth timing at more than one thread
     peak: Mapping[str, PeakMeter] = field(default_factory=dict)   # device -> meter
     cuda: Optional[Callable[[], Optional[str]]] = None # None when it sees a CUDA device, else why
     capture: Optional[Callable[[Call], Call]] = None   # a CUDA-graph replay of the call

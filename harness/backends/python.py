@@ -3,4 +3,4 @@
 from harness.backends.base import Backend
 from harness.backends.host import tracemalloc_peak
 
-BACKEND = Backend(name="python", peak={"cpu": tracemalloc_peak})
+BACKEND = Backend(name="python", peak={"cpu": tracemalloc_peak}, threaded=False)

@@ -14,6 +14,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from harness import backends
 from harness.bench.cells import Cell, choose_convention
 from harness.bench.modes import MODES, QUICK_MODES, modes_for
 from harness.bench.roofs import roofs_for
@@ -24,7 +25,6 @@ DEFAULT_D_MODELS = (64, 256, 1024, 4096)
 DEFAULT_MAX_ELEMENTS = 1 << 24          # 16 Mi elements: 64 MiB float32 (8192 x 1024 is in)
 QUICK_LENGTHS = (64, 4096)
 QUICK_D_MODELS = (64, 512)
-UNTHREADED_BACKENDS = ("python",)
 DEVICE_DTYPES = ("float32", "float16", "bfloat16")
 #: Library-convention implementations are correctness references: timed only when --only asks.
 REFERENCE_ONLY = "lib-*"
@@ -101,7 +101,7 @@ def plan(impls: Iterable[Implementation], grid: Grid) -> Plan:
 def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
     threads, dtypes = grid.threads, grid.dtypes
     on_device = impl.device != "cpu"
-    if impl.backend in UNTHREADED_BACKENDS or on_device:   # a GPU's time is not the host's threads
+    if not backends.get(impl.backend).threaded or on_device:   # a GPU's time is not the host's
         threads = (min(threads),)
     if on_device:
         dtypes = grid.device_dtypes
@@ -119,12 +119,12 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
 def _roof_cells(cells: Sequence[Cell]) -> Iterable[Cell]:
     """NumPy's roof for every CPU output, another backend's only when that backend is timed;
     every available device roof for a device output (any backend's kernels write the same DRAM)."""
-    backends = {"numpy"} | {c.backend for c in cells}
+    timed = {"numpy"} | {c.backend for c in cells}
     outputs = sorted({(c.workload, c.device, c.length, c.d_model, c.dtype, c.threads, c.batch,
                        c.mode) for c in cells})
     for workload, device, length, d_model, dtype, threads, batch, mode in outputs:
         for roof in roofs_for(workload, device):
-            if device == "cpu" and roof.backend not in backends:
+            if device == "cpu" and roof.backend not in timed:
                 continue
             if mode not in modes_for(roof.backend, device):
                 continue
