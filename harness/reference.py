@@ -1,9 +1,12 @@
-"""The float64 reference table and the column plan every convention shares.
+"""The float64 reference table, and the column plan the core reads conventions from.
 
 The reference is deliberately plain: angles in float64, one `sin` and one
 `cos` from NumPy (correctly range-reduced), and an explicit column plan that
 says, for every output column, which function of which frequency it holds.
-Tests check it against 50-digit mpmath values.
+The tolerance and identify read the plan too; implementations do not (each
+places its own columns, so a mistake here cannot hide in them). The plan, the
+frequencies and the table are tested against tests/oracle.py, which shares no
+code with this module, at 50 digits.
 """
 
 from __future__ import annotations
@@ -67,14 +70,4 @@ def reference(spec: Spec) -> np.ndarray:
     out = np.zeros((spec.length, spec.d_model), dtype=np.float64)
     out[:, plan.first_cols] = first(theta[:, plan.first_freq])
     out[:, plan.second_cols] = second(theta[:, plan.second_freq])
-    return out
-
-
-def column_angles(spec: Spec) -> np.ndarray:
-    """Angle behind every output column, shape [length, d_model] (0 for padding)."""
-    theta = angles(spec)
-    plan = column_plan(spec)
-    out = np.zeros((spec.length, spec.d_model), dtype=np.float64)
-    out[:, plan.first_cols] = theta[:, plan.first_freq]
-    out[:, plan.second_cols] = theta[:, plan.second_freq]
     return out

@@ -14,7 +14,10 @@ the output dtype: the error is the rounding of those tables plus one or two
 roundings of the result (see docs/fast.md for the measured figures).
 
 Working per column (not per frequency) makes every convention the same kernel:
-layout, cos_first, odd 'pad' and 'extend' only change w, a, b.
+layout, cos_first, odd 'pad' and 'extend' only change w, a, b. The columns and
+frequencies are worked out here from the Spec, not taken from the reference's
+column plan, so that a placement mistake on either side shows in verify instead
+of being shared (tests/test_oracle_placement.py checks both against the oracle).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from harness import Spec
-from harness.reference import column_plan, inv_freq
 
 Arange = Callable[[int], Any]   # n -> float64 [0, 1, ..., n-1] in the caller's array library
 
@@ -62,16 +64,27 @@ class ColumnSteps:
 
 
 def column_steps(spec: Spec) -> ColumnSteps:
-    """The Spec's convention as per-column coefficients, from the shared column plan."""
-    plan = column_plan(spec)
-    d = spec.d_model
-    freq = np.zeros(d, dtype=np.int64)
-    a, b = np.zeros(d), np.zeros(d)
-    sin_coef, cos_coef = (b, a) if spec.cos_first else (a, b)
-    freq[plan.first_cols], sin_coef[plan.first_cols] = plan.first_freq, 1.0
-    freq[plan.second_cols], cos_coef[plan.second_cols] = plan.second_freq, 1.0
+    """The Spec's convention as per-column coefficients.
+
+    Interleaved: column c holds frequency c // 2, the second function on odd c (an
+    'extend' column, c = d - 1, is even: the first function). Concat: the first
+    n_freq columns hold the first function, the rest the second.
+    """
+    d, n = spec.d_model, spec.n_freq
+    col = np.arange(d)
+    if spec.layout == "interleaved":
+        freq, second = col // 2, col % 2 == 1
+    else:
+        second = col >= n
+        freq = np.where(second, col - n, col)
+    live = ~((spec.odd == "pad") & (d % 2 == 1) & (col == d - 1))
+    is_cos = second != spec.cos_first
+    a = np.where(live & ~is_cos, 1.0, 0.0)
+    b = np.where(live & is_cos, 1.0, 0.0)
+    k = np.arange(n, dtype=np.float64)
     # scale is folded into the step: one rounding (<= 1 ulp of the angle) instead of two
-    return ColumnSteps(spec.scale * inv_freq(spec), freq, a, b)
+    w = spec.scale * np.power(spec.base, -k / spec.denominator)
+    return ColumnSteps(w, np.where(live, freq, 0), a, b)
 
 
 def sincos_rows(xp: Any, arange: Arange, start: float, step: float, count: int, w: Any):
