@@ -28,8 +28,9 @@ LIBRARY_PREFIX = "lib-"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="the table: .npy, .npz, .pt or .csv")
-    parser.add_argument("--key", help="only this array of an .npz archive or tensor of a .pt "
+    parser.add_argument("file", metavar="FILE", help="the table: .npy, .npz, .csv, or a "
+                        "checkpoint (.pt/.pth/.bin, .safetensors, .h5/.weights.h5)")
+    parser.add_argument("--key", help="only this array of an archive or tensor of a checkpoint "
                                       "dict ('a.b' inside nested dicts; default: every one)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object keyed by the Spec's field names")

@@ -1,9 +1,11 @@
-"""The arrays a file holds (.npy, .npz, .pt/.pth, .csv), each by name, read without running code.
+"""The arrays a file holds (.npy, .npz, .csv, and checkpoints: .pt/.pth/.bin, .safetensors,
+.h5/.weights.h5), each by name, read without running code.
 
 People save tables as they have them: one array, an archive of several, a state dict or a
 checkpoint with nested dicts next to 1-D buffers and weights. Every array is listed, so the
 caller can identify each one instead of silently taking the first. Nothing is executed:
-.npy/.npz with allow_pickle=False, .pt with torch.load(weights_only=True).
+.npy/.npz with allow_pickle=False, .pt with torch.load(weights_only=True), safetensors and
+HDF5 parsed as data (harness.identify.checkpoints).
 
 Memory: a .npy file is memory-mapped (its pages are read as they are used and need not fit in
 memory); anything read whole (an .npz member, a .pt file, a CSV) is measured against the
@@ -12,6 +14,7 @@ memory available first, so a file too big for this machine is one clear error, n
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -19,8 +22,10 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from harness import memory
+from harness.identify import checkpoints
 
-SUFFIXES = (".npy", ".npz", ".pt", ".pth", ".csv")
+SUFFIXES = (".npy", ".npz", ".pt", ".pth", ".bin", ".safetensors", ".h5", ".csv")
+TORCH_SUFFIXES = (".pt", ".pth", ".bin")
 #: What identify needs besides the table itself: chunks, row samples, the column plans.
 WORKSPACE = 32 << 20
 #: Bytes of memory a CSV needs per byte of text, at most (float64 values plus the parser's own).
@@ -51,11 +56,13 @@ def open_file(path: str | Path, key: Optional[str] = None) -> tuple[Stored, ...]
         raise ValueError(f"FILE must end in one of {', '.join(SUFFIXES)}, got {path.name!r}")
     if suffix in (".npy", ".csv"):
         if key is not None:
-            raise ValueError(f"--key applies to .npz and .pt files; {path.name} holds one array")
+            raise ValueError(f"--key applies to archives and checkpoints; {path.name} holds one "
+                             "array")
         if suffix == ".csv":
             return (Stored("", str(path), lambda: _csv(path), dtype=""),)
         return (Stored("", str(path), lambda: _npy(path)),)
-    stored = _npz(path) if suffix == ".npz" else _torch(path)
+    stored = (_npz(path) if suffix == ".npz" else _torch(path) if suffix in TORCH_SUFFIXES
+              else _safetensors(path) if suffix == ".safetensors" else _hdf5(path))
     if key is None:
         return stored
     names = [s.name for s in stored]
@@ -115,7 +122,14 @@ def _torch(path: Path) -> tuple[Stored, ...]:
         raise ValueError(f"reading {path.name} needs torch "
                          "(pip install 'pe-harness[torch]')") from None
     check_memory(path, path.stat().st_size, "the file")
-    obj = reading(path, lambda: torch.load(path, map_location="cpu", weights_only=True))
+
+    def load() -> Any:
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError:
+            raise RuntimeError(checkpoints.REFUSED_PICKLE) from None
+
+    obj = reading(path, load)
     if isinstance(obj, torch.Tensor):
         return (Stored("", str(path), lambda: obj),)
     found: list[Stored] = []
@@ -123,6 +137,21 @@ def _torch(path: Path) -> tuple[Stored, ...]:
     if not found:
         raise ValueError(f"{path.name} holds no tensor (found {type(obj).__name__})")
     return tuple(found)
+
+
+def _safetensors(path: Path) -> tuple[Stored, ...]:
+    arrays = reading(path, lambda: checkpoints.safetensors_arrays(path))
+    if not arrays:
+        raise ValueError(f"{path.name} holds no tensors")
+    return tuple(Stored(n, f"{path}[{n}]", lambda a=a: a) for n, a in arrays.items())
+
+
+def _hdf5(path: Path) -> tuple[Stored, ...]:
+    check_memory(path, path.stat().st_size, "the file")
+    readers = reading(path, lambda: checkpoints.hdf5_arrays(path))
+    if not readers:
+        raise ValueError(f"{path.name} holds no numeric datasets")
+    return tuple(Stored(n, f"{path}[{n}]", read) for n, read in readers.items())
 
 
 def _tensors(obj: Any, prefix: str, out: list[Stored], tensor: type, where: str) -> None:
