@@ -2,12 +2,15 @@
 
 The same four conventions (layout, cos_first, odd 'pad', odd 'extend') apply to
 NumPy, torch and TensorFlow; only the names of stack/concat differ, so each
-backend passes its own `interleave` and `concat`.
+backend passes its own `interleave` and `concat`. `interleaved` (stack +
+flatten) and `concatenated` (one concatenate) are the two algorithms behind the
+`-stack` and `-cat` variants (`Library` binds them to one library's blocks);
+`assemble` picks one by layout for the variants that cover both.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from harness import Spec
@@ -15,6 +18,7 @@ from harness.supports import Supports
 
 Interleave = Callable[[Any, Any], Any]   # [L, h], [L, h] -> [L, 2h], columns a0 b0 a1 b1 ...
 Concat = Callable[[Sequence[Any]], Any]  # along the last axis
+Blocks = Callable[..., tuple]            # (spec, *args) -> sin [L, n_freq], cos [L, n_freq], zeros [L, 1]
 
 #: What the general variants cover: every convention of the Spec.
 EVERY_CONVENTION = Supports(cos_first=True, odd=("error", "pad", "extend"), scale=True)
@@ -22,17 +26,54 @@ INTERLEAVED = replace(EVERY_CONVENTION, layouts=("interleaved",))
 CONCAT = replace(EVERY_CONVENTION, layouts=("concat",))
 
 
-def assemble(spec: Spec, sin: Any, cos: Any, zero_col: Any,
-             interleave: Interleave, concat: Concat) -> Any:
-    """`sin`, `cos`: [length, n_freq] blocks; `zero_col`: [length, 1] zeros (for 'pad')."""
+def interleaved(spec: Spec, sin: Any, cos: Any, zero_col: Any,
+                interleave: Interleave, concat: Concat) -> Any:
+    """Pairs side by side (stack on a new last axis, then flatten), then the 'extend' column
+    or the 'pad' zeros. `sin`, `cos`: [length, n_freq]; `zero_col`: [length, 1] zeros."""
     first, second = (cos, sin) if spec.cos_first else (sin, cos)
     h = spec.d_model // 2
-    if spec.layout == "interleaved":
-        parts = [interleave(first[:, :h], second[:, :h])]
-        if spec.n_freq > h:          # 'extend': one more column of the first function
-            parts.append(first[:, h:])
-    else:
-        parts = [first, second[:, :h]]
+    parts = [interleave(first[:, :h], second[:, :h])]
+    if spec.n_freq > h:          # 'extend': one more column of the first function
+        parts.append(first[:, h:])
+    return _padded(spec, parts, zero_col, concat)
+
+
+def concatenated(spec: Spec, sin: Any, cos: Any, zero_col: Any, concat: Concat) -> Any:
+    """The first function's block, the second's, then the 'pad' zeros: one concatenate."""
+    first, second = (cos, sin) if spec.cos_first else (sin, cos)
+    return _padded(spec, [first, second[:, : spec.d_model // 2]], zero_col, concat)
+
+
+def _padded(spec: Spec, parts: list, zero_col: Any, concat: Concat) -> Any:
     if spec.odd == "pad" and spec.d_model % 2:
         parts.append(zero_col)
     return parts[0] if len(parts) == 1 else concat(parts)
+
+
+def assemble(spec: Spec, sin: Any, cos: Any, zero_col: Any,
+             interleave: Interleave, concat: Concat) -> Any:
+    """Either of the two, by the Spec's layout: for variants that cover every convention."""
+    if spec.layout == "interleaved":
+        return interleaved(spec, sin, cos, zero_col, interleave, concat)
+    return concatenated(spec, sin, cos, zero_col, concat)
+
+
+@dataclass(frozen=True)
+class Library:
+    """One array library's sin/cos blocks, stack and concatenate: its `-stack` and `-cat` tables."""
+
+    blocks: Blocks
+    interleave: Interleave
+    concat: Concat
+
+    def stack(self, spec: Spec, *args: Any) -> Any:
+        """Interleaved layouts: pairs stacked on a new axis, then flattened."""
+        return interleaved(spec, *self.blocks(spec, *args), self.interleave, self.concat)
+
+    def cat(self, spec: Spec, *args: Any) -> Any:
+        """Concat layouts: one concatenate of the blocks."""
+        return concatenated(spec, *self.blocks(spec, *args), self.concat)
+
+    def table(self, spec: Spec, *args: Any) -> Any:
+        """Whichever of the two the Spec's layout asks for."""
+        return (self.stack if spec.layout == "interleaved" else self.cat)(spec, *args)

@@ -1,11 +1,16 @@
-"""NumPy: seed 003 (stack + reshape, float32) and its stack / cat variants."""
+"""NumPy: seed 003 (stack + reshape, float32) and its two general variants.
+
+`numpy-stack` (stack + reshape, interleaved layouts) and `numpy-cat` (one
+concatenate, concat layouts) compute the same sin/cos blocks by the direct
+formula in the output dtype and differ in how they lay them out.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from harness import Spec, Supports, register
-from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, assemble
+from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
 
 
 @register(name="seed-numpy-stack", backend="numpy",
@@ -27,34 +32,41 @@ def build_seed_numpy(spec: Spec):
     return table
 
 
-def numpy_table(spec: Spec) -> np.ndarray:
-    """Direct formula in the output dtype, any convention: the general NumPy variant."""
+def _blocks(spec: Spec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sin and cos [length, n_freq] by the direct formula in the output dtype, and a zero column."""
     dtype = np.dtype(spec.dtype)
     k = np.arange(spec.n_freq, dtype=dtype)
     denominator = np.power(dtype.type(spec.base), k / dtype.type(spec.denominator))
     position = np.arange(spec.offset, spec.offset + spec.length, dtype=dtype)[:, None]
     theta = dtype.type(spec.scale) * position / denominator   # scale 1.0 multiplies exactly
-    return assemble(
-        spec, np.sin(theta), np.cos(theta), np.zeros((spec.length, 1), dtype=dtype),
-        interleave=lambda a, b: np.stack([a, b], axis=2).reshape(a.shape[0], -1),
-        concat=lambda parts: np.concatenate(parts, axis=1),
-    )
+    return np.sin(theta), np.cos(theta), np.zeros((spec.length, 1), dtype=dtype)
+
+
+def _stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.stack([a, b], axis=2).reshape(a.shape[0], -1)
+
+
+def _concat(parts: list) -> np.ndarray:
+    return np.concatenate(parts, axis=1)
+
+
+NUMPY = Library(_blocks, interleave=_stack, concat=_concat)
 
 
 @register(name="numpy-stack", backend="numpy", supports=INTERLEAVED)
 def build_numpy_stack(spec: Spec):
     """Any interleaved convention: stack sin/cos on a new axis, then flatten."""
-    return lambda: numpy_table(spec)
+    return lambda: NUMPY.stack(spec)
 
 
 @register(name="numpy-cat", backend="numpy", supports=CONCAT)
 def build_numpy_cat(spec: Spec):
     """Any concatenated convention: np.concatenate([sin, cos])."""
-    return lambda: numpy_table(spec)
+    return lambda: NUMPY.cat(spec)
 
 
 @register(name="numpy-forward", backend="numpy", workload="forward", supports=EVERY_CONVENTION)
 def build_numpy_forward(spec: Spec, x: np.ndarray):
     """x + PE with the table built once in the factory (seed 001/002's register_buffer)."""
-    pe = numpy_table(spec)
+    pe = NUMPY.table(spec)
     return lambda: x + pe

@@ -1,9 +1,14 @@
-"""TensorFlow: seed 003 in tf ops (stack + reshape) and the stack / cat variants."""
+"""TensorFlow: seed 003 in tf ops (stack + reshape) and its two general variants.
+
+`tf-stack` (stack + reshape, interleaved layouts) and `tf-cat` (one concat,
+concat layouts) compute the same blocks by the direct formula in the output
+dtype and differ in how they lay them out.
+"""
 
 from __future__ import annotations
 
 from harness import Spec, Supports, register
-from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, assemble
+from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
 
 
 def _dtype(spec: Spec):
@@ -33,8 +38,8 @@ def build_seed_tf(spec: Spec):
     return table
 
 
-def tf_table(spec: Spec):
-    """Direct formula in the output dtype, any convention: the general TensorFlow variant."""
+def _blocks(spec: Spec):
+    """sin and cos [length, n_freq] by the direct formula in the output dtype, and a zero column."""
     import tensorflow as tf
 
     dtype = _dtype(spec)
@@ -42,23 +47,34 @@ def tf_table(spec: Spec):
     denominator = tf.pow(tf.constant(spec.base, dtype), k / spec.denominator)
     position = tf.range(spec.offset, spec.offset + spec.length, dtype=dtype)[:, None]
     theta = spec.scale * position / denominator   # scale 1.0 multiplies exactly
-    return assemble(
-        spec, tf.sin(theta), tf.cos(theta), tf.zeros((spec.length, 1), dtype=dtype),
-        interleave=lambda a, b: tf.reshape(tf.stack([a, b], axis=2), (spec.length, -1)),
-        concat=lambda parts: tf.concat(parts, axis=1),
-    )
+    return tf.sin(theta), tf.cos(theta), tf.zeros((spec.length, 1), dtype=dtype)
+
+
+def _stack(a, b):
+    import tensorflow as tf
+
+    return tf.reshape(tf.stack([a, b], axis=2), (a.shape[0], -1))
+
+
+def _concat(parts):
+    import tensorflow as tf
+
+    return tf.concat(parts, axis=1)
+
+
+TENSORFLOW = Library(_blocks, interleave=_stack, concat=_concat)
 
 
 @register(name="tf-stack", backend="tensorflow", supports=INTERLEAVED)
 def build_tf_stack(spec: Spec):
     """Any interleaved convention: tf.stack(axis=2) + reshape, eager."""
-    return lambda: tf_table(spec)
+    return lambda: TENSORFLOW.stack(spec)
 
 
 @register(name="tf-cat", backend="tensorflow", supports=CONCAT)
 def build_tf_cat(spec: Spec):
     """Any concatenated convention: tf.concat([sin, cos], axis=1), eager."""
-    return lambda: tf_table(spec)
+    return lambda: TENSORFLOW.cat(spec)
 
 
 @register(name="tf-forward", backend="tensorflow", workload="forward", supports=EVERY_CONVENTION)
@@ -66,6 +82,6 @@ def build_tf_forward(spec: Spec, x):
     """x + PE with the table built once in the factory."""
     import tensorflow as tf
 
-    pe = tf_table(spec)
+    pe = TENSORFLOW.table(spec)
     xt = tf.constant(x)
     return lambda: xt + pe

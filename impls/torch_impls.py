@@ -1,4 +1,9 @@
-"""torch: seed 000/004 (stack + flatten), seed 002 (cat, `half - 1` schedule), variants, CUDA."""
+"""torch: seed 000/004 (stack + flatten), seed 002 (cat, `half - 1` schedule), variants, CUDA.
+
+`torch-stack` (stack + flatten, interleaved layouts) and `torch-cat` (one cat,
+concat layouts) compute the same blocks by the direct formula and differ in how
+they lay them out; `-cuda-` runs them on the GPU.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,8 @@ import math
 from dataclasses import replace
 
 from harness import Spec, Supports, register
-from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, assemble
-
-TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64")
+from harness.spec import DTYPES
+from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
 
 
 def _dtype(spec: Spec):
@@ -61,8 +65,8 @@ def build_seed_torch_cat(spec: Spec, device: str = "cpu"):
     return table
 
 
-def torch_table(spec: Spec, device: str = "cpu"):
-    """Direct formula in the output dtype, any convention: the general torch variant."""
+def _blocks(spec: Spec, device: str = "cpu"):
+    """sin and cos [length, n_freq] by the direct formula, in the output dtype, and a zero column."""
     import torch
 
     out_dtype = _dtype(spec)
@@ -72,28 +76,40 @@ def torch_table(spec: Spec, device: str = "cpu"):
     denominator = torch.pow(spec.base, k / spec.denominator)
     position = torch.arange(spec.offset, spec.offset + spec.length, dtype=dtype, device=device)[:, None]
     theta = spec.scale * position / denominator   # scale 1.0 multiplies exactly
-    return assemble(
-        spec, torch.sin(theta).to(out_dtype), torch.cos(theta).to(out_dtype),
-        torch.zeros((spec.length, 1), dtype=out_dtype, device=device),
-        interleave=lambda a, b: torch.flatten(torch.stack([a, b], dim=2), start_dim=1),
-        concat=lambda parts: torch.cat(parts, dim=1),
-    )
+    zero_col = torch.zeros((spec.length, 1), dtype=out_dtype, device=device)
+    return torch.sin(theta).to(out_dtype), torch.cos(theta).to(out_dtype), zero_col
+
+
+def _stack(a, b):
+    import torch
+
+    return torch.flatten(torch.stack([a, b], dim=2), start_dim=1)
+
+
+def _concat(parts):
+    import torch
+
+    return torch.cat(parts, dim=1)
+
+
+TORCH = Library(_blocks, interleave=_stack, concat=_concat)
 
 
 def _torch_supports(base: Supports) -> Supports:
-    return replace(base, dtypes=TORCH_DTYPES)
+    """torch has every dtype of the Spec, half precision included."""
+    return replace(base, dtypes=DTYPES)
 
 
 @register(name="torch-stack", backend="torch", supports=_torch_supports(INTERLEAVED))
 def build_torch_stack(spec: Spec):
     """Any interleaved convention: torch.stack(dim=2) + flatten."""
-    return lambda: torch_table(spec)
+    return lambda: TORCH.stack(spec)
 
 
 @register(name="torch-cat", backend="torch", supports=_torch_supports(CONCAT))
 def build_torch_cat(spec: Spec):
     """Any concatenated convention: torch.cat([sin, cos], dim=1)."""
-    return lambda: torch_table(spec)
+    return lambda: TORCH.cat(spec)
 
 
 @register(name="seed-torch-cuda-stack", backend="torch", device="cuda", supports=SEED_STACK)
@@ -109,10 +125,17 @@ def build_seed_torch_cuda_cat(spec: Spec):
 
 
 @register(name="torch-cuda-stack", backend="torch", device="cuda",
-          supports=_torch_supports(EVERY_CONVENTION))
-def build_torch_cuda(spec: Spec):
-    """The general torch variant on the GPU (angles in float32 for half dtypes)."""
-    return lambda: torch_table(spec, device="cuda")
+          supports=_torch_supports(INTERLEAVED))
+def build_torch_cuda_stack(spec: Spec):
+    """torch-stack on the GPU (angles in float32 for half dtypes)."""
+    return lambda: TORCH.stack(spec, "cuda")
+
+
+@register(name="torch-cuda-cat", backend="torch", device="cuda",
+          supports=_torch_supports(CONCAT))
+def build_torch_cuda_cat(spec: Spec):
+    """torch-cat on the GPU (angles in float32 for half dtypes)."""
+    return lambda: TORCH.cat(spec, "cuda")
 
 
 @register(name="torch-forward", backend="torch", workload="forward", supports=EVERY_CONVENTION)
@@ -120,7 +143,7 @@ def build_torch_forward(spec: Spec, x):
     """x + PE with the table kept from the factory, like register_buffer in seeds 001/002."""
     import torch
 
-    pe = torch_table(spec)
+    pe = TORCH.table(spec, "cpu")
     xt = torch.from_numpy(x)
 
     @torch.no_grad()

@@ -12,13 +12,13 @@ import pytest
 from harness import backends, implementations
 from harness.backends.base import Backend
 from harness.bench import env, threads
-from harness.bench.roofs import ROOFS
+from harness.bench.roofs import ROOF_REGISTRY
 from harness.checks import poison
 from harness.convert import to_numpy
 
 
 def test_every_builtin_backend_has_an_adapter():
-    used = {i.backend for i in implementations()} | {r.backend for r in ROOFS.all()}
+    used = {i.backend for i in implementations()} | {r.backend for r in ROOF_REGISTRY.all()}
     assert used <= set(backends.ADAPTERS), used - set(backends.ADAPTERS)
 
 

@@ -89,18 +89,27 @@ def test_supports_declares_and_describes():
     assert s.describe().startswith("concat f32/f64 shift=1")
 
 
+def assert_plugin_registered(name: str, origin: str) -> None:
+    """Registered by that module, and its factory builds the table the plugin returns."""
+    impl = REGISTRY.get(name)
+    assert (impl.backend, impl.device, impl.workload) == ("numpy", "cpu", "table")
+    assert impl.origin == origin and impl.available
+    out = impl.build(Spec(3, 4, dtype="float64"))()
+    assert out.shape == (3, 4) and out.dtype == np.float64 and not out.any()
+
+
 def test_plugin_from_file(tmp_path, clean_registry):
     path = tmp_path / "my_impl.py"
     path.write_text(PLUGIN_SOURCE.format(name="from-file"))
-    harness.load_plugin(str(path))
-    assert REGISTRY.get("from-file").backend == "numpy"
+    module = harness.load_plugin(str(path))
+    assert_plugin_registered("from-file", module.__name__)
 
 
 def test_plugin_from_module(tmp_path, monkeypatch, clean_registry):
     (tmp_path / "my_plugin_mod.py").write_text(PLUGIN_SOURCE.format(name="from-module"))
     monkeypatch.syspath_prepend(str(tmp_path))
     harness.load_plugin("my_plugin_mod")
-    assert REGISTRY.get("from-module")
+    assert_plugin_registered("from-module", "my_plugin_mod")
 
 
 def test_plugin_from_env(tmp_path, monkeypatch, clean_registry, capsys):
@@ -169,4 +178,19 @@ def test_plugin_package_directory_is_imported_as_a_module(tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     harness.load_plugin("my_plugin_pkg")
-    assert REGISTRY.get("from-package")
+    assert_plugin_registered("from-package", "my_plugin_pkg")
+
+
+@pytest.mark.parametrize("stack, cat", [("numpy-stack", "numpy-cat"), ("torch-stack", "torch-cat"),
+                                        ("tf-stack", "tf-cat")])
+def test_stack_and_cat_variants_are_two_algorithms(stack, cat):
+    """A name means one algorithm: -stack interleaves and -cat concatenates whatever Spec they are
+    handed (their supports() keep each to its own layout), not one function behind two names."""
+    for spec in (Spec(3, 6, dtype="float64"), Spec(3, 6, dtype="float64", layout="concat")):
+        interleaved, concat = (harness.reference(spec.replace(layout=layout))
+                               for layout in ("interleaved", "concat"))
+        for name, want in ((stack, interleaved), (cat, concat)):
+            got = harness.to_numpy(REGISTRY.get(name).build(spec)())
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=f"{name} {spec.short()}")
+    assert REGISTRY.get(stack).supports(Spec(3, 6, layout="concat"))
+    assert REGISTRY.get(cat).supports(Spec(3, 6))

@@ -4,8 +4,9 @@ No table builder can beat allocating its output and writing every element once,
 so every `table` cell is also timed as `empty + fill` of the same shape and
 dtype, and every `forward` cell as the bare `x + pe` of the same arrays (the
 table already built): once into fresh memory and once into memory the previous
-call let go (see `_recycled`); `roof_ratio` divides by the fastest. Roofs live in their own registry: they are bench's
-yardstick, not implementations users choose between, and never run in verify.
+call let go (see `_recycled`); `roof_ratio` divides by the fastest. Roofs live
+in their own registry (`ROOF_REGISTRY`): they are bench's yardstick, not
+implementations users choose between, and never run in verify.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from harness.registry import Implementation, Registry
 from harness.spec import Spec
 from harness.supports import Supports
 
-ROOFS = Registry()
+ROOF_REGISTRY = Registry()
 NUMPY_DTYPES = Supports(dtypes=("float16", "float32", "float64"))
 TORCH_DTYPES = Supports(dtypes=("float16", "bfloat16", "float32", "float64"))
 
 
-@ROOFS.register(name="roof-numpy-fill", backend="numpy", supports=NUMPY_DTYPES)
+@ROOF_REGISTRY.register(name="roof-numpy-fill", backend="numpy", supports=NUMPY_DTYPES)
 def numpy_fill(spec: Spec):
     """np.empty + fill: allocate the table and write each element once."""
     shape, dtype = (spec.length, spec.d_model), np.dtype(spec.dtype)
@@ -38,7 +39,7 @@ def numpy_fill(spec: Spec):
     return fill
 
 
-@ROOFS.register(name="roof-numpy-torch-fill", backend="torch", supports=NUMPY_DTYPES)
+@ROOF_REGISTRY.register(name="roof-numpy-torch-fill", backend="torch", supports=NUMPY_DTYPES)
 def numpy_torch_fill(spec: Spec):
     """np.empty (huge pages) faulted in by one thread, then torch's multi-threaded fill_:
     the allocate-and-fill limit at several threads, where a one-thread fill is no bound."""
@@ -54,7 +55,8 @@ def numpy_torch_fill(spec: Spec):
     return fill
 
 
-@ROOFS.register(name="roof-numpy-add", backend="numpy", workload="forward", supports=NUMPY_DTYPES)
+@ROOF_REGISTRY.register(name="roof-numpy-add", backend="numpy", workload="forward",
+                        supports=NUMPY_DTYPES)
 def numpy_add(spec: Spec, x: np.ndarray):
     """x + pe with pe already built: what any forward implementation must at least do."""
     pe = np.ones((spec.length, spec.d_model), x.dtype)
@@ -99,12 +101,12 @@ def _torch_forward(device: str, operation: str):
 def _register_torch_roofs() -> None:
     for device in ("cpu", "cuda"):
         suffix = "" if device == "cpu" else "-cuda"
-        ROOFS.register(name=f"roof-torch{suffix}-fill", backend="torch", device=device,
-                       supports=TORCH_DTYPES)(_torch_fill(device))
-        ROOFS.register(name=f"roof-torch{suffix}-add", backend="torch", device=device,
-                       workload="forward", supports=TORCH_DTYPES)(_torch_forward(device, "add"))
-    ROOFS.register(name="roof-torch-cuda-copy", backend="torch", device="cuda", workload="forward",
-                   supports=TORCH_DTYPES)(_torch_forward("cuda", "copy"))
+        ROOF_REGISTRY.register(name=f"roof-torch{suffix}-fill", backend="torch", device=device,
+                               supports=TORCH_DTYPES)(_torch_fill(device))
+        ROOF_REGISTRY.register(name=f"roof-torch{suffix}-add", backend="torch", device=device,
+                               workload="forward", supports=TORCH_DTYPES)(_torch_forward(device, "add"))
+    ROOF_REGISTRY.register(name="roof-torch-cuda-copy", backend="torch", device="cuda",
+                           workload="forward", supports=TORCH_DTYPES)(_torch_forward("cuda", "copy"))
 
 
 _register_torch_roofs()
@@ -162,11 +164,11 @@ for _name, _backend, _workload, _write in (
         ("roof-recycled-torch-fill", "torch", "table", _fill_torch),
         ("roof-recycled-add", "numpy", "forward", _add_numpy),
         ("roof-recycled-torch-add", "torch", "forward", _add_torch)):
-    ROOFS.register(name=_name, backend=_backend, workload=_workload,
-                   supports=NUMPY_DTYPES)(_recycled(_write))
+    ROOF_REGISTRY.register(name=_name, backend=_backend, workload=_workload,
+                           supports=NUMPY_DTYPES)(_recycled(_write))
 
 
 def roofs_for(workload: str, device: str) -> Iterable[Implementation]:
     """The available roofs that can stand beside cells of this workload on this device."""
-    return [r for r in ROOFS.all() if r.workload == workload and r.device == device
+    return [r for r in ROOF_REGISTRY.all() if r.workload == workload and r.device == device
             and r.available]

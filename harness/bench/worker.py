@@ -22,7 +22,7 @@ from harness import implementations, io
 from harness.bench import budget, journal, modes, threads
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.measure import error_reason, measure
-from harness.bench.roofs import ROOFS
+from harness.bench.roofs import ROOF_REGISTRY
 from harness.bench.settings import WorkerConfig
 from harness.registry import REGISTRY, Implementation
 
@@ -61,7 +61,7 @@ class Worker:
 
     @staticmethod
     def _implementation(cell: Cell) -> Implementation:
-        return (ROOFS if cell.is_roof else REGISTRY).get(cell.impl)
+        return (ROOF_REGISTRY if cell.is_roof else REGISTRY).get(cell.impl)
 
     def _record(self, cell: Cell, outcome: Outcome) -> None:
         line = row(cell, outcome)
