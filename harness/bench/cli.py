@@ -72,4 +72,4 @@ def _run(opts: options.SweepOptions, chosen: list[Implementation], run_dir: swee
 def post_verbs(chosen: list[Implementation]) -> list[str]:
     """The post-steps that have something to do: conventions only probes table builders."""
     tables = any(i.workload == "table" for i in chosen)
-    return [v for v in post.available_verbs() if v != "conventions" or tables]
+    return [v for v in post.VERBS if v != "conventions" or tables]

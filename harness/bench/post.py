@@ -1,4 +1,4 @@
-"""After the sweep, in the run directory: verify (conventions, precision where they exist), the report.
+"""After the sweep, in the run directory: verify, conventions and precision, then the report.
 
 Each verb runs as `python -m harness VERB --out RUN_DIR` with the sweep's
 --plugin/--only/--quick, in its own process and log, tied to bench by
@@ -15,8 +15,6 @@ needs verify.csv ("passes verify"), so it comes last, built in-process by
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -33,7 +31,8 @@ FILENAME = "post.json"
 #: [{"step": "verify", "status": "failed", "detail": "exited with code 3",
 #:   "log": "logs/post-verify.log"}], the log relative to the run directory; [] when none failed
 FAILURES = "post_failures.json"
-OPTIONAL_VERBS = ("conventions", "precision")
+#: What runs after a sweep, in order (the report, built in-process, comes last)
+VERBS = ("verify", "conventions", "precision")
 FAILED = ("failed", "error")
 
 
@@ -51,22 +50,6 @@ class Step:
     @property
     def failed(self) -> bool:
         return self.status in FAILED
-
-
-def available_verbs() -> list[str]:
-    """verify, plus the optional verbs whose module the CLI knows and can import."""
-    from harness.cli import VERBS
-
-    verbs = ["verify"]
-    for verb in OPTIONAL_VERBS:
-        if verb not in VERBS:
-            continue
-        try:
-            importlib.import_module(VERBS[verb][0])
-        except Exception:  # not written yet, or broken: the sweep's results still stand
-            continue
-        verbs.append(verb)
-    return verbs
 
 
 def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[str],
@@ -97,11 +80,10 @@ def _env(line: lifeline.Lifeline) -> dict[str, str]:
 
 
 def build_report(run_dir: Path) -> Step:
+    from harness import report   # pandas and matplotlib: only when a report is built
+
     start = time.monotonic()
-    if importlib.util.find_spec("harness.report") is None:
-        return Step("report", "skipped", "harness.report is not installed", 0.0)
     try:
-        report = importlib.import_module("harness.report")
         path = report.build([run_dir])
     except Exception as exc:
         return Step("report", "error", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
@@ -113,7 +95,7 @@ def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: b
     """Every post-step in order, each printed as it ends; post_failures.json before the report,
     post.json at the end."""
     steps = []
-    for verb in available_verbs() if verbs is None else verbs:
+    for verb in VERBS if verbs is None else verbs:
         print(f"post: {verb} ...", flush=True)
         steps.append(run_verb(verb, run_dir, plugins, only, quick, keep_fds))
         _print(steps[-1])
