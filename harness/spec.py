@@ -1,6 +1,6 @@
 """The Spec: one frozen, validated description of a sinusoidal table.
 
-Every convention in the family is a point in this space (see DESIGN.md):
+Every convention in the family is a point in this space (see docs/design.md):
 
     n_freq     = ceil(d/2) if odd == "extend" else d // 2
     denom      = (d / 2 if odd == "extend" else d // 2) - freq_shift

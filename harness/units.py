@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-#: DESIGN.md: a cell whose IQR/median exceeds this is flagged as noisy.
+#: docs/design.md (measurement rules): a cell whose IQR/median exceeds this is flagged as noisy.
 NOISY_IQR = 0.10
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))

@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from harness import Spec
-from harness.supports import Supports
+from harness import Spec, Supports
 
 Interleave = Callable[[Any, Any], Any]   # [L, h], [L, h] -> [L, 2h], columns a0 b0 a1 b1 ...
 Concat = Callable[[Sequence[Any]], Any]  # along the last axis

@@ -19,7 +19,7 @@ from harness.report.load import TASK
 DEFAULT_BASELINES: Mapping[str, str] = {"table": "seed-numpy-stack", "forward": "numpy-forward"}
 #: Seed 000 (torch stack-flatten): the reference point of the speed targets.
 SEED_000 = "seed-torch-stack"
-#: IQR/median above which a cell is flagged as noisy (DESIGN.md, measurement rules).
+#: IQR/median above which a cell is flagged as noisy (docs/design.md, measurement rules).
 NOISY = units.NOISY_IQR
 
 

@@ -24,7 +24,7 @@ from harness.report.pivots import pivot, speed_order
 TIME_AXIS = FuncFormatter(lambda v, _: fmt.time(v))
 #: log2 of the speedup at which heatmap colours saturate (16x): the cells still show the value.
 SATURATE = 4.0
-#: What the roof of each workload is (DESIGN.md: a roof in every run).
+#: What the roof of each workload is (docs/design.md, measurement rules: a roof in every run).
 ROOFS = {"table": "fastest bare fill of the same bytes (fresh or recycled memory)",
          "forward": "fastest bare x + y of the same shape (fresh or recycled memory)"}
 #: A float32 angle p * inv_freq is rounded to ~2^-24 relative, so sin is off by up to ~p * 2^-24.
