@@ -163,9 +163,10 @@ def test_recommendation_skips_the_fastest_when_it_fails_verify(report):
     _, text = report
     body = section(text, "Recommendation")
     assert "fastest-wrong" in body  # named as excluded ...
-    rows = [r for r in (table_rows(body, "small") + table_rows(body, "medium") + table_rows(body, "large"))]
-    assert rows and all("fastest-wrong" not in r[4] for r in rows)  # ... never recommended
-    table_picks = [r for r in rows if r[4] == "**fast-good**"]
+    detail = body.split("### Detail")[1]
+    rows = [r for size in ("small", "medium", "large") for r in keyed_rows(detail, size)]
+    assert rows and all("fastest-wrong" not in r["use"] for r in rows)  # ... never recommended
+    table_picks = [r for r in rows if r["use"] == "**fast-good**"]
     assert len(table_picks) == 3 * 2 * 2  # regimes x dtypes x threads, table workload
 
 
@@ -306,6 +307,6 @@ def test_timed_convention_is_shown_when_not_the_papers(tmp_path, no_plots):
     for r in rows:
         r["convention"] = "concat" if r["impl"] == "fast-good" else "paper"
     text = build([write_run(tmp_path, bench=rows)]).read_text()
-    assert "**fast-good** (concat)" in section(text, "Recommendation")
+    assert "**fast-good** (timed as concat)" in section(text, "Recommendation")
     assert table_rows(section(text, "Accuracy vs speed"), "fast-good (concat)")
     assert "seed-numpy-stack (paper)" not in text

@@ -5,7 +5,8 @@ side-by-side report (one column per machine and run id) is written to --out
 (default results/). No DIR: the newest run under --out. A run whose bench.csv
 is behind its journal (cells.jsonl) is reported from the journal, with a
 warning; one with no rows is refused and its report.md left alone.
-`--compare BASE` adds each cell's change against the BASE run, prints how
+`--convention NAME` (default paper: interleaved, freq_shift 0) recommends only
+implementations that verify found building that table. `--compare BASE` adds each cell's change against the BASE run, prints how
 many cells it compared and exits 2 when the runs share fewer than
 --min-shared % of either run's cells; with `--fail-slower PCT` the command
 exits 1 when a cell's median rose by more than both PCT % and the two runs'
@@ -22,17 +23,23 @@ from harness.registry import Implementation
 from harness.report.pipeline import build
 from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_shared, check_pct,
                                     overlap, slower)
+from harness.report import convention
 from harness.report.load import load_run, newest_run
-from harness.report.measures import DEFAULT_BASELINES
+from harness.report.measures import DEFAULT_BASELINES, DEVICE_BASELINES
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dirs", nargs="*", type=Path, metavar="DIR",
                         help="run directories (default: the newest under --out)")
     parser.add_argument("--baseline", default=DEFAULT_BASELINES["table"], metavar="NAME",
-                        help="implementation speedups are quoted against "
-                             f"(default {DEFAULT_BASELINES['table']}; forward: "
-                             f"{DEFAULT_BASELINES['forward']} unless NAME was timed there)")
+                        help="the usual choice speedups are quoted against, where NAME was timed "
+                             f"(default {DEFAULT_BASELINES['table']}; elsewhere each device's own: "
+                             f"{', '.join(f'{b[0]} ({w}, {d})' for (w, d), b in DEVICE_BASELINES.items())})")
+    parser.add_argument("--convention", default=convention.PAPER, choices=convention.names(),
+                        metavar="NAME",
+                        help="recommend implementations that build this convention's table: "
+                             f"{', '.join(convention.names())} (default {convention.PAPER}: "
+                             "interleaved, freq_shift 0, offset 0)")
     parser.add_argument("--compare", type=Path, metavar="BASE_DIR",
                         help="a base run: show each cell's change of median against it")
     parser.add_argument("--fail-slower", type=float, metavar="PCT",
@@ -57,7 +64,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     else:   # --out is where the runs are: the newest is reported in place
         dirs, out = [newest_run(root)], None
     path = build(dirs, out, baseline=args.baseline, compare=args.compare, only=args.only,
-                 min_shared=args.min_shared)
+                 min_shared=args.min_shared, convention_name=args.convention)
     runs = {d: load_run(d, args.only) for d in dirs}
     base = load_run(args.compare, args.only) if args.compare is not None else None
     for run in [*runs.values(), *([base] if base else [])]:

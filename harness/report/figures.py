@@ -7,7 +7,7 @@ colour and marker in all of them and every PNG is titled with the machine.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Optional
 
 import matplotlib
 
@@ -20,26 +20,53 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.ticker import Formatter, FuncFormatter, NullFormatter  # noqa: E402
 
 MARKERS = "osD^v<>pP*Xh"
-#: tab20's strong colours first, then its light ones.
+#: tab20's strong colours first, then its light ones (every implementation in colour).
 COLOUR_ORDER = tuple(range(0, 20, 2)) + tuple(range(1, 20, 2))
+#: The few that matter in a highlighted plot: ten colours no two alike (tab10).
+HIGHLIGHT_COLOURS = tuple(plt.get_cmap("tab10").colors)
+#: Everything else in a highlighted plot: thin, grey, behind, one legend entry for all.
+OTHER_LABEL = "other implementations"
+OTHER = dict(color="#b8b8b8", marker="", linewidth=0.8, alpha=0.8, zorder=1, label=OTHER_LABEL)
 #: Roofs (bare fills) are drawn in black and greys, each with its own dash pattern.
 ROOF_GREYS = ("black", "dimgrey", "darkgrey")
 ROOF_DASHES = ("--", ":", "-.")
 DPI = 110
 
 
-def palette(impls: Iterable[str], roofs: Iterable[str] = ()) -> dict[str, dict]:
-    """Line style per implementation: colour and marker; `roofs` grey and dashed."""
-    colours = plt.get_cmap("tab20").colors
+def palette(impls: Iterable[str], roofs: Iterable[str] = (),
+            highlight: Optional[Mapping[str, str]] = None) -> dict[str, dict]:
+    """Line style per implementation: colour and marker; `roofs` grey and dashed.
+
+    With `highlight` (impl -> its role: recommended, usual choice...), only those get
+    colours, each its own colour and marker, drawn thick and on top, labelled with their
+    role; the rest are `OTHER`: 27 series in 20 colours cannot be told apart, 6 in colour
+    over grey can.
+    """
     roofs = sorted(set(roofs))
     names = sorted(set(impls) - set(roofs))
-    styles = {}
-    for i, name in enumerate(names):
-        styles[name] = dict(color=colours[COLOUR_ORDER[i % 20]], marker=MARKERS[i % len(MARKERS)])
+    styles: dict[str, dict] = {}
+    if highlight is None:
+        colours = plt.get_cmap("tab20").colors
+        for i, name in enumerate(names):
+            styles[name] = dict(color=colours[COLOUR_ORDER[i % 20]], marker=MARKERS[i % len(MARKERS)])
+    else:
+        chosen = sorted(set(highlight) - set(roofs))
+        for name in names:
+            styles[name] = dict(OTHER)
+        for i, name in enumerate(chosen):
+            role = highlight[name]
+            styles[name] = dict(color=HIGHLIGHT_COLOURS[i % len(HIGHLIGHT_COLOURS)],
+                                marker=MARKERS[i % len(MARKERS)], linewidth=2.0, zorder=3,
+                                label=f"{name} ({role})" if role else name)
     for i, name in enumerate(roofs):
         styles[name] = dict(color=ROOF_GREYS[i % len(ROOF_GREYS)], marker="", linewidth=2,
                             linestyle=ROOF_DASHES[i % len(ROOF_DASHES)])
     return styles
+
+
+def highlighted(styles: Mapping[str, dict], impl: str) -> bool:
+    """Whether `impl` is one of the few drawn in colour."""
+    return styles.get(impl, {}).get("label") != OTHER_LABEL
 
 
 def grid(nrows: int, ncols: int, title: str, machine: str,
@@ -52,11 +79,14 @@ def grid(nrows: int, ncols: int, title: str, machine: str,
 
 
 def legend(fig: plt.Figure, axes: np.ndarray) -> None:
-    """One legend for the whole figure, right of the panels, without duplicate entries."""
+    """One legend for the whole figure, right of the panels, without duplicate entries
+    (the grey `OTHER` lines are one entry, last)."""
     seen: dict[str, object] = {}
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(label, handle)
+    if OTHER_LABEL in seen:
+        seen[OTHER_LABEL] = seen.pop(OTHER_LABEL)
     if seen:
         fig.legend(list(seen.values()), list(seen.keys()), loc="center left",
                    bbox_to_anchor=(1.0, 0.5), fontsize=9, frameon=False)
@@ -111,5 +141,14 @@ def log_axis(axis: matplotlib.axis.Axis, formatter: Formatter) -> None:
 
 
 def styled(styles: Mapping[str, dict], impl: str) -> dict:
-    """Plot keyword arguments of one implementation (with its label)."""
-    return {"label": impl, "markersize": 4, **styles.get(impl, {})}
+    """Plot keyword arguments of one implementation (with its label; `OTHER` ones share one)."""
+    return {"label": impl, "markersize": 5, **styles.get(impl, {})}
+
+
+def bold_ticks(labels: Iterable[matplotlib.text.Text], styles: Mapping[str, dict]) -> None:
+    """Tick labels of highlighted implementations in bold (heatmap rows), when some are not."""
+    if not any(style.get("label") == OTHER_LABEL for style in styles.values()):
+        return
+    for text in labels:
+        if text.get_text() in styles and highlighted(styles, text.get_text()):
+            text.set_fontweight("bold")

@@ -7,7 +7,7 @@ two implementations timed minutes apart on one machine are.
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,11 @@ from harness.report.load import TASK
 
 #: The default baseline of each workload: the seed NumPy table and the NumPy `x + PE`.
 DEFAULT_BASELINES: Mapping[str, str] = {"table": "seed-numpy-stack", "forward": "numpy-forward"}
+#: The usual choice on each device, what code starts from there, in order of preference (the
+#: first one timed in the dtype): (workload, device) -> impls. The torch seed has no half types.
+DEVICE_BASELINES: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("table", "cpu"): ("seed-numpy-stack",), ("forward", "cpu"): ("numpy-forward",),
+    ("table", "cuda"): ("seed-torch-cuda-stack", "torch-cuda-stack")}
 #: Seed 000 (torch stack-flatten): the reference point of the speed targets.
 SEED_000 = "seed-torch-stack"
 #: IQR/median above which a cell is flagged as noisy (docs/design.md, measurement rules).
@@ -29,10 +34,36 @@ def workload_rank(workload: str) -> tuple[bool, str]:
 
 
 def baselines(frame: pd.DataFrame, named: str) -> dict[str, str]:
-    """The baseline of each workload: `named` where it was timed, else the default."""
+    """The baseline of each workload: `named` where it was timed, else the workload's default,
+    else the usual choice of a device that was timed (a GPU-only run has no NumPy seed)."""
     impls_of = frame.groupby("workload")["impl"].agg(set)
-    return {w: named if named in impls else DEFAULT_BASELINES.get(w, named)
-            for w, impls in impls_of.items()}
+    out = {}
+    for w, impls in impls_of.items():
+        candidates = [named, DEFAULT_BASELINES.get(w, named),
+                      *(b for (wl, _), bs in DEVICE_BASELINES.items() if wl == w for b in bs)]
+        out[w] = next((c for c in candidates if c in impls), named)
+    return out
+
+
+def usual(frame: pd.DataFrame, workload: str, device: str, dtype: str, named: str) -> str | None:
+    """The usual choice for `workload` on `device` in `dtype`: `named` (--baseline) where it
+    was timed there, else the first of the device's defaults (`DEVICE_BASELINES`) timed, else
+    None."""
+    rows = frame[(frame["workload"] == workload) & (frame["device"] == device)
+                 & (frame["dtype"] == dtype) & frame["ok"]]
+    timed_here = set(rows["impl"])
+    for candidate in (named, *DEVICE_BASELINES.get((workload, device), ())):
+        if candidate in timed_here:
+            return candidate
+    return None
+
+
+def regime_rows(frame: pd.DataFrame, workload: str, regime, dtype: str, device: str,
+                threads: int) -> pd.DataFrame:
+    """The rows of one recommendation group: sizes with regime.lo <= elements < regime.hi."""
+    return frame[(frame["workload"] == workload) & (frame["dtype"] == dtype)
+                 & (frame["device"] == device) & (frame["threads"] == threads)
+                 & (frame["elements"] >= regime.lo) & (frame["elements"] < regime.hi)]
 
 
 def speedup(frame: pd.DataFrame, baseline: str) -> pd.Series:
@@ -67,11 +98,19 @@ def timed(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[~frame["is_roof"]]
 
 
+#: The order dtypes are shown in: by width.
+DTYPE_ORDER = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
+
+
+def dtype_order(dtypes: Iterable[str]) -> list[str]:
+    """The distinct `dtypes` by width (unknown ones last, by name)."""
+    return sorted(set(dtypes), key=lambda d: (DTYPE_ORDER.get(d, 9), d))
+
+
 def groups(frame: pd.DataFrame) -> Iterator[tuple[str, int, pd.DataFrame]]:
     """(dtype, threads, rows) in a stable order: dtypes by width, then threads."""
-    order = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
     keys = sorted(frame.groupby(["dtype", "threads"]).groups,
-                  key=lambda k: (order.get(k[0], 9), k[0], k[1]))
+                  key=lambda k: (DTYPE_ORDER.get(k[0], 9), k[0], k[1]))
     for dtype, threads in keys:
         yield dtype, threads, frame[(frame["dtype"] == dtype) & (frame["threads"] == threads)]
 

@@ -10,21 +10,27 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness import io
-from harness.report import device, extras, markdown, plots, sections, side_by_side
+from harness.report import (advice, convention, device, extras, markdown, plots, positions, sections,
+                            side_by_side)
 from harness.report.accuracy import error_by_position
+from harness.report.answer import answers
 from harness.report.compare import MIN_SHARED_PCT, changes, require_overlap
 from harness.report.figures import palette
 from harness.report.frontier import ACCURACY_DTYPE, Tradeoff, reference_size, tradeoff
 from harness.report.load import Run, load_run
-from harness.report.measures import DEFAULT_BASELINES, SEED_000, baselines, workload_rank
-from harness.report.recommend import recommend
+from harness.report.measures import (DEFAULT_BASELINES, SEED_000, baselines, dtype_order, timed,
+                                     workload_rank)
+from harness.report.recommend import Recommendation, recommend
 
 
 def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
           baseline: str = DEFAULT_BASELINES["table"], compare: Optional[Path] = None,
-          only: Sequence[str] = (), min_shared: float = MIN_SHARED_PCT) -> Path:
+          only: Sequence[str] = (), min_shared: float = MIN_SHARED_PCT,
+          convention_name: str = convention.PAPER) -> Path:
     """Write report.md (and plots/ beside it) for one run, or side by side for several.
 
+    Recommendations are made within `convention_name` (harness.report.convention):
+    only implementations verify found building that table are picked.
     One run: into `out_dir`, default the run directory itself. Several runs:
     into `out_dir`, which is then required. `compare`: a base run directory
     whose medians each cell is compared with; each run must share at least
@@ -34,6 +40,7 @@ def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     """
     if not run_dirs:
         raise ValueError("no run directory given")
+    convention.fields(convention_name)           # an unknown name is refused before any work
     keep = {*DEFAULT_BASELINES.values(), baseline, SEED_000}
     runs = [load_run(d, only, keep) for d in run_dirs]
     base = load_run(compare, only, keep) if compare is not None else None
@@ -42,49 +49,60 @@ def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
             require_overlap(run.bench, base.bench, f"{run.path} and {base.path}", min_shared)
     if len(runs) == 1:
         out = Path(out_dir) if out_dir is not None else runs[0].path
-        text = _single(runs[0], out, baseline, base)
+        text = _single(runs[0], out, baseline, base, convention_name)
     elif out_dir is None:
         raise ValueError("a report over several run directories needs an output directory (--out)")
     else:
         out = Path(out_dir)
-        text = _several(runs, out, baseline, base)
+        text = _several(runs, out, baseline, base, convention_name)
     return io.write_text(out / "report.md", text)
 
 
-def _single(run: Run, out: Path, baseline: str, base: Optional[Run]) -> str:
+def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) -> str:
     named = baselines(run.bench, baseline)
     workloads = _workloads(run)
-    trades = [t for w in workloads if (t := tradeoff(run.bench, run.verify, w, _ratios_for(w, named)))]
-    figures = _draw(run, out / "plots", named, trades)
+    chosen = convention.within(run.bench, run.verify, name)
+    picks = recommend(chosen, run.verify)
+    errors = _errors(run, name)
+    found = answers(picks, run.bench, errors, baseline)
+    trades = [t for w in workloads if (t := tradeoff(chosen, run.verify, w, _ratios_for(w, named)))]
+    usuals = {**named, **{f"{a.pick.dtype}-{a.pick.device}": a.usual for a in found if a.usual}}
+    figures = _draw(run, out / "plots", named, trades, _roles(picks, usuals, trades))
     title = markdown.heading(1, f"pe-harness benchmark report — {run.machine}")
-    env = run.env
-    lead = (f"Run `{run.run_id}` at {env.get('time_utc', 'an unknown time')}, commit "
-            f"`{sections.commit(env)}`. Times are medians of pytest-benchmark rounds "
-            "in one process per backend; compare ratios within this run, not absolute times "
-            "across runs.")
+    lead = (f"Run `{run.run_id}` at {run.env.get('time_utc', 'an unknown time')}, commit "
+            f"`{sections.commit(run.env)[:12]}`; environment at the end.")
     return markdown.join(
-        title, lead, extras.post_failures(run),
-        sections.sources([run, *([base] if base else [])]), sections.environment(run),
-        sections.recommendation(recommend(run.bench, run.verify), run.verify is not None),
+        title, lead, extras.post_failures(run), sections.sources([run, *([base] if base else [])]),
+        advice.recommendation(found, picks, run.bench, baseline, name, run.verify is not None),
+        advice.accuracy(errors, name),
         device.section(run.device, run.env),
-        sections.accuracy_vs_speed(trades, figures, out),
+        sections.accuracy_vs_speed(trades, figures, out, convention.describe(name)),
         *(sections.workload(run, w, named[w], figures, out) for w in workloads),
         sections.change(changes(run.bench, base.bench), base) if base else "",
         sections.noisy(run), sections.problems(run),
-        extras.conventions(run, out), extras.precision(run, out), extras.files(run, out))
+        extras.conventions(run, out), extras.precision(run, out), extras.files(run, out),
+        sections.environment(run))
 
 
-def _several(runs: Sequence[Run], out: Path, baseline: str, base: Optional[Run]) -> str:
+def _errors(run: Run, name: str) -> dict[str, Optional[positions.Errors]]:
+    """Errors on the same positions, per timed dtype, of every implementation timed."""
+    rows = timed(run.bench)
+    impls = sorted(set(rows["impl"]))
+    return {d: positions.errors(run.verify, name, d, impls) for d in dtype_order(rows["dtype"])}
+
+
+def _several(runs: Sequence[Run], out: Path, baseline: str, base: Optional[Run], name: str) -> str:
     named = [baselines(r.bench, baseline) for r in runs]
     title = markdown.heading(1, f"pe-harness benchmark report — {len(runs)} runs side by side")
     comparisons = [sections.change(changes(run.bench, base.bench), base, of=key)
                    for key, run in zip(side_by_side.keys(runs), runs)] if base else []
+    picks = [recommend(convention.within(r.bench, r.verify, name), r.verify) for r in runs]
     return markdown.join(
         title, "Each column is one run, keyed by machine and run id.",
         sections.sources([*runs, *([base] if base else [])]),
-        side_by_side.runs_table(runs, out),
-        side_by_side.recommendations(runs, [recommend(r.bench, r.verify) for r in runs]),
-        side_by_side.timings(runs, named), *comparisons)
+        side_by_side.recommendations(runs, picks, convention.describe(name)),
+        side_by_side.timings(runs, named), *comparisons,
+        side_by_side.runs_table(runs, out))
 
 
 def _workloads(run: Run) -> list[str]:
@@ -97,19 +115,35 @@ def _ratios_for(workload: str, named: dict[str, str]) -> list[str]:
     return [named[workload], *extra]
 
 
-def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff]) -> dict[str, Path]:
+def _roles(picks: Sequence[Recommendation], usuals: dict[str, str],
+           trades: list[Tradeoff]) -> dict[str, str]:
+    """The few implementations plots draw in colour, each with what makes it matter
+    (`usuals`: the usual choices, by any key)."""
+    roles: dict[str, list[str]] = {}
+    for impl, role in [*((p.impl, "recommended") for p in picks),
+                       *((b, "usual choice") for b in usuals.values()),
+                       *((p.impl, "Pareto") for t in trades for p in t.points if p.frontier)]:
+        if role not in roles.setdefault(impl, []):
+            roles[impl].append(role)
+    return {impl: ", ".join(r) for impl, r in roles.items()}
+
+
+def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
+          roles: dict[str, str]) -> dict[str, Path]:
     """Every plot of a one-run report, keyed `kind-workload` (and `error`); absent when empty."""
     verified = run.verify["impl"] if run.verify is not None else []
     bench = run.bench
-    styles = palette([*bench["impl"], *verified], roofs=bench.loc[bench["is_roof"], "impl"])
+    styles = palette([*bench["impl"], *verified], roofs=bench.loc[bench["is_roof"], "impl"],
+                     highlight=roles)
     machine = run.machine
     drawn = {}
     for w in _workloads(run):
         ref = reference_size(bench, w)
         dtype = ref[2] if ref else ACCURACY_DTYPE
         drawn[f"time-{w}"] = plots.time_vs_length(bench, w, dtype, machine, where / f"time-{w}.png", styles)
-        drawn[f"speedup-{w}"] = plots.speedup_heatmap(bench, w, named[w], machine, where / f"speedup-{w}.png")
-        drawn[f"roof-{w}"] = plots.roof_heatmap(bench, w, machine, where / f"roof-{w}.png")
+        drawn[f"speedup-{w}"] = plots.speedup_heatmap(bench, w, named[w], machine,
+                                                      where / f"speedup-{w}.png", styles)
+        drawn[f"roof-{w}"] = plots.roof_heatmap(bench, w, machine, where / f"roof-{w}.png", styles)
         drawn[f"threads-{w}"] = plots.scaling(bench, w, machine, where / f"threads-{w}.png", styles)
     for t in trades:
         drawn[f"frontier-{t.workload}"] = plots.frontier(t, machine, where / f"frontier-{t.workload}.png",

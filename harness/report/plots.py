@@ -15,9 +15,10 @@ import pandas as pd
 from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.ticker import FuncFormatter
 
-from harness.report import fmt
-from harness.report.figures import grid, heatmap, legend, log_axis, save, styled
-from harness.report.frontier import Tradeoff
+from harness.report import fmt, labels
+from harness.report.figures import (bold_ticks, grid, heatmap, highlighted, legend, log_axis, save,
+                                    styled)
+from harness.report.frontier import Point, Tradeoff
 from harness.report.measures import groups, speedup, thread_range, thread_scaling, timed
 from harness.report.pivots import pivot, speed_order
 
@@ -29,14 +30,22 @@ ROOFS = {"table": "fastest bare fill of the same bytes (fresh or recycled memory
          "forward": "fastest bare x + y of the same shape (fresh or recycled memory)"}
 #: A float32 angle p * inv_freq is rounded to ~2^-24 relative, so sin is off by up to ~p * 2^-24.
 F32_ANGLE_ROUNDING = 2.0**-24
+#: The one roof line of a time plot: the fastest of the run's bare fills at each length.
+ROOF_LINE = dict(color="black", linestyle="--", linewidth=1.6, marker="", zorder=2,
+                 label="roof: fastest bare fill of the same bytes")
 
 
 def time_vs_length(bench: pd.DataFrame, workload: str, dtype: str, machine: str, path: Path,
                    styles: Mapping[str, dict]) -> Optional[Path]:
-    """Log-log median time vs length, one panel per width (columns) and thread setting (rows)."""
+    """Log-log median time vs length, one panel per width (columns) and thread setting (rows):
+    the highlighted implementations in colour over the rest in grey, and the roof."""
     rows = bench[bench["ok"] & (bench["workload"] == workload) & (bench["dtype"] == dtype)]
     if rows.empty:
         return None
+    if workload in ROOFS:
+        roof = dict(ROOF_LINE, label=f"roof: {ROOFS[workload].split(' (')[0]}")
+    else:
+        roof = ROOF_LINE
     threads, widths = sorted(set(rows["threads"])), sorted(set(rows["d_model"]))
     fig, axes = grid(len(threads), len(widths), f"{workload}: median time vs length, {dtype}",
                      machine, sharex=True)
@@ -44,9 +53,12 @@ def time_vs_length(bench: pd.DataFrame, workload: str, dtype: str, machine: str,
         for c, d in enumerate(widths):
             ax = axes[r, c]
             panel = rows[(rows["threads"] == t) & (rows["d_model"] == d)]
-            for impl in speed_order(panel):
+            for impl in speed_order(timed(panel)):
                 line = panel[panel["impl"] == impl].sort_values("length")
                 ax.loglog(line["length"], line["median_s"], **styled(styles, impl))
+            fills = panel[panel["is_roof"]].groupby("length")["median_s"].min()
+            if not fills.empty:
+                ax.loglog(fills.index, fills.to_numpy(), **roof)
             log_axis(ax.yaxis, TIME_AXIS)
             ax.set_title(f"d_model = {d}, {fmt.threads(t)}", fontsize=11)
             ax.set_xlabel("length (positions)")
@@ -57,7 +69,7 @@ def time_vs_length(bench: pd.DataFrame, workload: str, dtype: str, machine: str,
 
 
 def speedup_heatmap(bench: pd.DataFrame, workload: str, baseline: str, machine: str,
-                    path: Path) -> Optional[Path]:
+                    path: Path, styles: Mapping[str, dict] = {}) -> Optional[Path]:
     """baseline / impl per cell, green faster and red slower, one panel per dtype x threads."""
     ratio = speedup(bench, baseline)
     mine = ratio[(bench["workload"] == workload) & (ratio > 0)]
@@ -66,10 +78,11 @@ def speedup_heatmap(bench: pd.DataFrame, workload: str, baseline: str, machine: 
     limit = min(SATURATE, max(1.0, float(np.abs(np.log2(mine)).max())))
     return _heatmaps(bench, workload, ratio, machine, path,
                      f"{workload}: speedup vs {baseline} (> 1x is faster)",
-                     TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit), "RdYlGn", np.log2)
+                     TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit), "RdYlGn", np.log2, styles)
 
 
-def roof_heatmap(bench: pd.DataFrame, workload: str, machine: str, path: Path) -> Optional[Path]:
+def roof_heatmap(bench: pd.DataFrame, workload: str, machine: str, path: Path,
+                 styles: Mapping[str, dict] = {}) -> Optional[Path]:
     """median / roof per cell: 1x is the memory limit (`ROOFS`); darker is further from it."""
     rows = timed(bench)
     ratio = rows["roof_ratio"].where(rows["ok"])
@@ -78,22 +91,28 @@ def roof_heatmap(bench: pd.DataFrame, workload: str, machine: str, path: Path) -
         return None
     top = max(1.0, float(np.log10(mine).max()))
     return _heatmaps(rows, workload, ratio, machine, path,
-                     f"{workload}: time / roof (1x = {ROOFS.get(workload, 'roof')})",
-                     Normalize(0.0, top), "YlOrRd", np.log10)
+                     f"{workload}: time / roof; 1x = {ROOFS.get(workload, 'the roof')}",
+                     Normalize(0.0, top), "YlOrRd", np.log10, styles)
 
 
 def _heatmaps(bench: pd.DataFrame, workload: str, values: pd.Series, machine: str, path: Path,
-              title: str, norm: Normalize, cmap: str, colour_of) -> Path:
-    panels = list(groups(timed(bench[bench["workload"] == workload])))
+              title: str, norm: Normalize, cmap: str, colour_of,
+              styles: Mapping[str, dict]) -> Path:
+    # an implementation that ran nowhere in a panel (a dtype it lacks) is left out of it
+    panels = [(dtype, threads, rows[rows["impl"].isin(set(rows.loc[rows["ok"], "impl"]))])
+              for dtype, threads, rows in groups(timed(bench[bench["workload"] == workload]))]
+    panels = [panel for panel in panels if len(panel[2])]
     ncols = max(rows["size"].nunique() for _, _, rows in panels)
-    nrows = max(rows["impl"].nunique() for _, _, rows in panels)
+    heights = [0.34 * rows["impl"].nunique() + 1.6 for _, _, rows in panels]
     fig, axes = grid(len(panels), 1, title, machine,
-                     panel=(max(6.0, 0.62 * ncols + 2.5), 0.34 * nrows + 1.6))
+                     panel=(max(6.0, 0.62 * ncols + 2.5), sum(heights) / len(heights)),
+                     gridspec_kw={"height_ratios": heights})
     for ax, (dtype, threads, rows) in zip(axes[:, 0], panels):
         order = speed_order(rows)
         laid = pivot(rows, values.loc[rows.index], order, fill=np.nan).astype(float)
         notes = pivot(rows, rows["status"].where(~rows["ok"], ""), order)
         heatmap(ax, laid, notes, norm, cmap, fmt.ratio, colour_of, f"{dtype}, {fmt.threads(threads)}")
+        bold_ticks(ax.get_yticklabels(), styles)
     return save(fig, path)
 
 
@@ -145,33 +164,60 @@ def error_vs_position(errors: pd.DataFrame, dtype: str, machine: str, path: Path
 
 
 def frontier(trade: Tradeoff, machine: str, path: Path, styles: Mapping[str, dict]) -> Optional[Path]:
-    """Error far out vs time at the reference size; the Pareto frontier ringed and joined."""
+    """Error far out vs time at the reference size; the Pareto frontier ringed and joined.
+
+    The highlighted implementations and the frontier are in colour and named beside their
+    points (`labels.place`: no two names overlap); the rest are grey dots, named in the
+    report's table; the ones verify fails are grey crosses.
+    """
     points = [p for p in trade.points if p.accuracy is not None and p.accuracy.max_abs_err > 0]
     if not points:
         return None
     threads = sorted({p.threads for p in points})
     fig, axes = grid(1, len(threads), f"{trade.workload}: accuracy vs speed at {trade.size}",
-                     machine, panel=(6.0, 4.8), sharey=True)
+                     machine, panel=(6.4, 5.0), sharey=True)
+    named: list[list[Point]] = []
     for ax, t in zip(axes[0], threads):
         mine = [p for p in points if p.threads == t]
-        for i, p in enumerate(mine):
-            style = {**styled(styles, p.impl), "linestyle": "none", "markersize": 9}
-            if p.verdict is not None:
-                style.update(color="grey", marker="x", label=f"{p.impl} (fails or not in verify)")
-            elif p.excluded is not None:
-                style.update(markerfacecolor="none", label=f"{p.impl} (not checked as far out)")
-            if p.frontier:
-                style.update(markeredgecolor="black", markeredgewidth=1.5)
-            ax.loglog([p.median_s], [p.accuracy.max_abs_err], **style)
-            ax.annotate(p.impl, (p.median_s, p.accuracy.max_abs_err), fontsize=7,
-                        xytext=(5, 4 if i % 2 == 0 else -10), textcoords="offset points")
+        for p in mine:
+            ax.loglog([p.median_s], [p.accuracy.max_abs_err], **_point_style(p, styles))
         front = sorted((p for p in mine if p.frontier), key=lambda p: p.median_s)
         ax.plot([p.median_s for p in front], [p.accuracy.max_abs_err for p in front],
-                color="black", linewidth=1.2, drawstyle="steps-post", label="Pareto frontier")
+                color="black", linewidth=1.2, drawstyle="steps-post", label="Pareto frontier",
+                zorder=2)
+        _pad_log_limits(ax)
         log_axis(ax.xaxis, TIME_AXIS)
         ax.set_title(fmt.threads(t), fontsize=11)
         ax.set_xlabel(f"median time at {trade.size}")
         ax.set_ylabel("max abs error, float32, long positions")
         ax.grid(True, which="major", alpha=0.3)
+        named.append([p for p in mine if p.frontier or highlighted(styles, p.impl)])
     legend(fig, axes)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))        # final layout before labels are placed
+    for ax, chosen in zip(axes[0], named):
+        chosen.sort(key=lambda p: (not p.frontier, p.median_s))
+        labels.place(ax, [labels.Label(p.median_s, p.accuracy.max_abs_err, p.impl,
+                                       styles.get(p.impl, {}).get("color", "black"))
+                          for p in chosen])
     return save(fig, path)
+
+
+def _point_style(p: Point, styles: Mapping[str, dict]) -> dict:
+    style = {**styled(styles, p.impl), "linestyle": "none", "markersize": 9}
+    if not highlighted(styles, p.impl):
+        style.update(marker="o", markersize=8 if p.frontier else 5, color="#a0a0a0", alpha=0.9)
+    if p.verdict is not None:
+        style.update(color="grey", marker="x", markersize=6, label="fails or not in verify")
+    elif p.excluded is not None and highlighted(styles, p.impl):
+        style.update(markerfacecolor="none", label=f"{p.impl} (not checked as far out)")
+    if p.frontier:
+        style.update(markeredgecolor="black", markeredgewidth=1.5, zorder=4)
+    return style
+
+
+def _pad_log_limits(ax) -> None:
+    """Room around the points for their names: a third of a decade each side in x, one in y."""
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo / 10 ** 0.35, hi * 10 ** 0.35)
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo / 10 ** 0.6, hi * 10 ** 0.6)

@@ -16,7 +16,6 @@ from harness.report.compare import Change, as_frame
 from harness.report.frontier import REFERENCE, Tradeoff
 from harness.report.load import Run
 from harness.report.measures import NOISY, groups, spread, timed
-from harness.report.recommend import REGIMES, Recommendation
 from harness.verify import LONG_POSITIONS
 
 MAX_LISTED = 40
@@ -41,10 +40,12 @@ def sources(runs: Sequence[Run]) -> str:
 
 
 def environment(run: Run) -> str:
-    """The machine and software the numbers belong to."""
+    """The machine and software the numbers belong to (last: a reader needs it to rerun, not to
+    choose)."""
     env = run.env
+    head = markdown.heading(2, "Environment")
     if not env:
-        return markdown.join(markdown.heading(2, "Environment"), "No env.json in this run.")
+        return markdown.join(head, "No env.json in this run.")
     rows = [("machine", run.machine), ("run id", run.run_id), ("time (UTC)", env.get("time_utc", "-")),
             ("git commit", commit(env)),
             ("python", env.get("python", "-")), ("platform", env.get("platform", "-")),
@@ -55,52 +56,23 @@ def environment(run: Run) -> str:
     rows += [(name, version or "not installed") for name, version in env.get("versions", {}).items()]
     rows.append(("command", " ".join(env.get("argv", [])) or "-"))
     frame = pd.DataFrame(rows, columns=["", "value"])
-    return markdown.join(markdown.heading(2, "Environment"), markdown.table(frame, index=False))
+    return markdown.join(head, "Times are medians of pytest-benchmark rounds in one process per "
+                         "backend; compare ratios within this run, not absolute times across runs.",
+                         markdown.table(frame, index=False))
 
 
-def recommendation(picks: Sequence[Recommendation], verified: bool = True) -> str:
-    """Per workload and regime x dtype x device x threads: the fastest implementation verify passes."""
-    intro = (
-        "For each size regime x dtype x device x threads, the fastest implementation that passes "
-        "`verify` (no fail or error in verify.csv; an implementation missing from it is never "
-        "recommended). *time* is the geometric mean of its medians over the regime's sizes; *lead* "
-        "is the runner-up's time over the winner's (the geometric mean of the per-size ratios); "
-        "*first call* is the same mean of its first calls, what a one-off build costs (names "
-        "ending in `-recycled` reuse the memory of outputs the caller has let go: their *time* "
-        "is a rebuild's). "
-        f"*accuracy* is its worst max abs error in that dtype over verify cases reaching "
-        f"{fmt.count(LONG_POSITIONS)} positions or more (else the farthest case it ran). Regimes: "
-        + "; ".join(r.label for r in REGIMES)
-        + " - small tables sit in cache, large ones are bound by memory bandwidth.")
-    blocks = [markdown.heading(2, "Recommendation"), intro]
-    if not verified:
-        blocks.append("This run has no verify.csv, so nothing can be recommended: run "
-                      "`python -m harness verify --out RUN_DIR`, then `python -m harness report "
-                      "RUN_DIR`.")
-    elif not picks:
-        blocks.append("No implementation that passes verify was timed ok.")
-    for workload in dict.fromkeys(p.workload for p in picks):
-        rows = [{"regime": p.regime.name, "dtype": p.dtype, "device": p.device,
-                 "threads": p.threads, "recommended": f"**{p.impl}**" + _convention(p.convention),
-                 "time": fmt.time(p.score_s), "first call": fmt.time(p.first_call_s),
-                 "sizes": p.cells, "accuracy": str(p.accuracy) if p.accuracy else "-",
-                 "lead": fmt.ratio(p.lead), "runner-up": p.runner_up or "-",
-                 "faster but excluded": "; ".join(p.excluded)}
-                for p in picks if p.workload == workload]
-        blocks += [markdown.heading(3, f"`{workload}`"),
-                   markdown.table(pd.DataFrame(rows), index=False)]
-    return markdown.join(*blocks)
-
-
-def accuracy_vs_speed(trades: Sequence[Tradeoff], figures: Mapping[str, Path], out: Path) -> str:
+def accuracy_vs_speed(trades: Sequence[Tradeoff], figures: Mapping[str, Path], out: Path,
+                      convention: str = "") -> str:
     """Per implementation: error far out against time at one size, and the Pareto frontier."""
+    within = (f" Implementations that build the {convention} table only; a convention in "
+              "parentheses is the one timed when it is another.") if convention else ""
     blocks = [markdown.heading(2, "Accuracy vs speed"), (
         f"Each implementation's worst float32 error over the verify cases reaching "
         f"{fmt.count(LONG_POSITIONS)} positions (else its farthest case) against its median time "
         f"at the reference size ({REFERENCE[0]}x{REFERENCE[1]} float32 when timed, else the "
         "largest size at which at least half of the implementations ran). *Pareto*: no other "
         "correct implementation, checked as far out, is both as fast and as accurate. Speedups "
-        f"are medians of the same run; *x roof* is time over {ROOF}. A convention in parentheses is the one timed when it is not the paper's.")]
+        f"are medians of the same run; *x roof* is time over {ROOF}.{within}")]
     for trade in trades:
         rows = [{"impl": p.impl + _convention(p.convention), "threads": p.threads,
                  "median": fmt.time(p.median_s),

@@ -45,8 +45,9 @@ def runs_table(runs: Sequence[Run], out: Path) -> str:
     return markdown.join(markdown.heading(2, "Runs"), markdown.table(frame))
 
 
-def recommendations(runs: Sequence[Run], picks: Sequence[Sequence[Recommendation]]) -> str:
-    """Each run's pick per group, with its lead over the runner-up."""
+def recommendations(runs: Sequence[Run], picks: Sequence[Sequence[Recommendation]],
+                    convention: str = "paper") -> str:
+    """Each run's pick per group (within `convention`), with its lead over the runner-up."""
     head = markdown.heading(2, "Recommendation")
     group = ["workload", "regime", "dtype", "device", "threads"]
     rows = [{"workload": p.workload, "regime": p.regime.name, "dtype": p.dtype, "device": p.device,
@@ -60,8 +61,9 @@ def recommendations(runs: Sequence[Run], picks: Sequence[Sequence[Recommendation
     rank = {"workload": workload_rank, "regime": order.get}
     frame = frame.sort_values(group, key=lambda c: c.map(rank[c.name]) if c.name in rank else c)
     frame.columns.name = None
-    return markdown.join(head, "The fastest implementation that passes verify, per run (see each "
-                         "run's report for the rules, accuracy and runner-up).",
+    return markdown.join(head, "The fastest implementation that passes verify and builds the "
+                         f"{convention} table, per run (see each run's report for the rules, "
+                         "accuracy and runner-up).",
                          markdown.table(frame, index=False))
 
 

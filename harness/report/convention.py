@@ -1,0 +1,88 @@
+"""Which implementations produce the table the reader asked for: the report's convention filter.
+
+A recommendation is only useful if the recommended implementation builds the
+reader's table: the fastest concat table is no answer to someone loading a
+checkpoint trained on interleaved columns. An implementation is in a convention
+(in one dtype) when verify passed it on a case of that convention's layout,
+frequency schedule, offset and sin/cos order; its time is the one bench took,
+which may have been in another convention (bench times the first one each
+implementation supports), and the report names that convention when it differs.
+The default is the paper's: interleaved sin/cos, freq_shift 0, offset 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+import pandas as pd
+
+# The named conventions a bench cell is timed in; the report recommends within one of them.
+from harness.bench.cells import CONVENTIONS
+
+PAPER = "paper"
+#: The Spec fields that make two tables of one shape different tables (base and scale are
+#: checked separately: a convention is defined at the default base and scale).
+FIELDS: Mapping[str, Any] = {"layout": "interleaved", "freq_shift": 0, "offset": 0,
+                             "cos_first": False}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(CONVENTIONS)
+
+
+def fields(name: str) -> dict[str, Any]:
+    """The Spec fields of convention `name` (every key of FIELDS); ValueError when unknown."""
+    if name not in CONVENTIONS:
+        raise ValueError(f"unknown convention {name!r}; choose one of {', '.join(CONVENTIONS)}")
+    return {**FIELDS, **{k: v for k, v in CONVENTIONS[name].items() if k in FIELDS}}
+
+
+def describe(name: str) -> str:
+    """'paper (interleaved, freq_shift 0, offset 0, sin first)'."""
+    f = fields(name)
+    return (f"{name} ({f['layout']}, freq_shift {f['freq_shift']:g}, offset {f['offset']}, "
+            f"{'cos' if f['cos_first'] else 'sin'} first)")
+
+
+def cases(verify: Optional[pd.DataFrame], name: str, offsets: bool = False) -> pd.DataFrame:
+    """Verify rows of convention `name` at the default base and scale, even widths only.
+
+    `offsets`: any offset (a case starting at p = 1,000,000 is the same table read further
+    out, what accuracy far out is about); otherwise exactly the convention's offset.
+    """
+    if verify is None:
+        return pd.DataFrame()
+    f = fields(name)
+    keep = ((verify["layout"] == f["layout"]) & (verify["freq_shift"].astype(float) == f["freq_shift"])
+            & (verify["cos_first"].map(_truthy) == f["cos_first"])
+            & (verify["base"].astype(float) == 10000.0) & (verify["scale"].astype(float) == 1.0)
+            & (verify["d_model"].astype(int) % 2 == 0))
+    if not offsets:
+        keep &= verify["offset"].astype(int) == f["offset"]
+    return verify[keep]
+
+
+def producers(verify: Optional[pd.DataFrame], name: str) -> set[tuple[str, str]]:
+    """(impl, dtype) pairs verify passed on at least one case of convention `name`."""
+    rows = cases(verify, name)
+    rows = rows[rows["status"] == "pass"] if len(rows) else rows
+    return set(zip(rows["impl"], rows["dtype"])) if len(rows) else set()
+
+
+def within(bench: pd.DataFrame, verify: Optional[pd.DataFrame], name: str) -> pd.DataFrame:
+    """The rows of `bench` whose implementation produces convention `name` in the row's dtype.
+
+    Roofs stay (every ratio needs them). Without verify.csv, the rows timed in `name`:
+    nothing is recommended then anyway, but the tables still show the convention's rows.
+    """
+    if verify is None:
+        keep = bench["convention"].isin([name, ""])
+    else:
+        made = producers(verify, name)
+        keep = pd.Series([(i, d) in made for i, d in zip(bench["impl"], bench["dtype"])],
+                         index=bench.index, dtype=bool)
+    return bench[keep | bench["is_roof"]]
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes")

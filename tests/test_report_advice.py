@@ -1,0 +1,170 @@
+"""report.md answers "what should I use" first: the short table, the convention, the same positions.
+
+The synthetic run of test_report has exact times (elements x ns per element), so
+the gain over the usual choice is known: fast-good is 10x seed-numpy-stack, and
+fused-forward 2x numpy-forward; its verify errors are known per case too.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.report import build, load_run, positions
+from harness.report.measures import baselines, usual
+from harness.spec import Spec
+from tests.test_report import (SMALL, bench_rows, keyed_rows, no_plots, section,  # noqa: F401
+                               verify_rows, write_run)
+
+
+@pytest.fixture
+def text(tmp_path, no_plots) -> str:  # noqa: F811
+    return build([write_run(tmp_path)]).read_text()
+
+
+def headings(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("## ")]
+
+
+def test_the_answer_comes_first_and_the_environment_last(text):
+    lines = text.splitlines()
+    assert headings(text)[0] == "## Recommendation" and headings(text)[-1] == "## Environment"
+    table_start = next(i for i, line in enumerate(lines) if line.startswith("| workload | size |"))
+    assert table_start < 10                            # on the first screen
+    assert all(len(line) < 400 for line in lines[:table_start])   # no wall of text before it
+
+
+def test_short_table_has_one_row_per_workload_regime_and_dtype_with_the_gain(text):
+    short = section(text, "Recommendation").split("### Detail")[0]
+    rows = keyed_rows(short, "`table`") + keyed_rows(short, "`forward`")
+    assert len(rows) == 2 * 3 * 2                      # workloads x regimes x dtypes
+    assert list(rows[0]) == ["workload", "size", "dtype", "use", "faster than usual",
+                             "usual choice", "max error (vs usual's)"]
+    small = next(r for r in rows if (r["workload"], r["size"], r["dtype"]) == ("`table`", "small", "float32"))
+    assert (small["use"], small["faster than usual"], small["usual choice"]) == \
+        ("**fast-good**", "10x", "seed-numpy-stack")
+    # both errors on the same case: the farthest one both ran (262,144 rows)
+    assert small["max error (vs usual's)"] == "1e-07 vs 0.02 (p <= 262,143)"
+    fwd = next(r for r in rows if (r["workload"], r["size"], r["dtype"]) == ("`forward`", "large", "float64"))
+    assert (fwd["use"], fwd["faster than usual"], fwd["usual choice"]) == \
+        ("**fused-forward**", "2x", "numpy-forward")
+
+
+def test_short_table_quotes_the_most_threads_and_the_detail_every_count(text):
+    body = section(text, "Recommendation")
+    assert "timed with 2 threads" in body
+    detail = body.split("### Detail")[1]
+    rows = keyed_rows(detail, "small")
+    assert {r["threads"] for r in rows} == {"1", "2"}
+    assert all(r["vs usual"] == "10x" for r in rows if r["use"] == "**fast-good**")
+
+
+def test_the_default_convention_is_the_papers_and_said_so(text):
+    body = section(text, "Recommendation")
+    assert "**paper (interleaved, freq_shift 0, offset 0, sin first)** table (the default" in body
+    assert "`report --convention NAME`" in body
+
+
+def verified_t2t_only(path, impl: str) -> None:
+    """verify.csv where `impl` builds only the t2t table (concat, freq_shift 1)."""
+    rows = []
+    for row in verify_rows():
+        if row["impl"] == impl:
+            row = {**row, "layout": "concat", "freq_shift": 1}
+        rows.append(row)
+    pd.DataFrame(rows).to_csv(path / "verify.csv", index=False)
+
+
+def test_an_implementation_of_another_convention_is_not_recommended(tmp_path, no_plots):  # noqa: F811
+    path = write_run(tmp_path, bench=bench_rows(**SMALL))
+    verified_t2t_only(path, "fast-good")
+    paper = section(build([path]).read_text(), "Recommendation")
+    assert "**mid-good**" in paper and "**fast-good**" not in paper
+    t2t = build([path], convention_name="t2t").read_text()
+    body = section(t2t, "Recommendation")
+    assert "**t2t (concat, freq_shift 1, offset 0, sin first)** table" in body
+    assert "**fast-good**" in body and "**mid-good**" not in body
+
+
+def test_convention_on_the_command_line(tmp_path, capsys, no_plots):  # noqa: F811
+    path = write_run(tmp_path, bench=bench_rows(**SMALL))
+    verified_t2t_only(path, "fast-good")
+    assert main(["report", str(path), "--convention", "t2t"]) == 0
+    assert "**fast-good**" in section((path / "report.md").read_text(), "Recommendation")
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", str(path), "--convention", "no-such"])
+    assert exit_.value.code == 2 and "invalid choice" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown convention 'no-such'"):
+        build([path], convention_name="no-such")
+
+
+def test_accuracy_table_quotes_every_implementation_on_the_same_positions(tmp_path, no_plots):  # noqa: F811
+    path = write_run(tmp_path)
+    # mid-good was only verified on the short case: no number may stand in for the long one
+    rows = [r for r in verify_rows() if not (r["impl"] == "mid-good" and r["length"] > 100_000)]
+    pd.DataFrame(rows).to_csv(path / "verify.csv", index=False)
+    body = section(build([path]).read_text(), "Accuracy at the same positions")
+    f32 = body.split("### float32")[1].split("###")[0]
+    header = [c.strip() for c in f32.strip().splitlines()[0].strip("|").split("|")]
+    assert header == ["impl", "p 0..262,143 (d=8)", "p 0..1,499 (d=128)"]
+    assert keyed_rows(f32, "fast-good")[0] == {"impl": "fast-good", header[1]: "1e-07",
+                                               header[2]: "1e-09"}
+    assert keyed_rows(f32, "mid-good")[0][header[1]] == "-"
+    assert keyed_rows(f32, "mid-good")[0][header[2]] == "3e-05"
+    assert keyed_rows(f32, "fastest-wrong")[0][header[1]] == "0.5 (fail)"
+
+
+def test_errors_pick_one_case_per_reach_farthest_first(tmp_path):
+    verify = load_run(write_run(tmp_path)).verify
+    found = positions.errors(verify, "paper", "float64", ["fast-good", "seed-numpy-stack"])
+    assert [c.last for c in found.cases] == [262_143, 1_499]
+    assert found.farthest_shared("fast-good", "seed-numpy-stack").last == 262_143
+    assert found.error("fast-good", found.cases[0]) == pytest.approx(1e-13)
+    assert positions.errors(verify, "t2t", "float64", ["fast-good"]) is None
+
+
+def gpu_rows() -> list[dict]:
+    """A CUDA-only run: no NumPy seed, the torch seed in float32 only."""
+    rows = []
+    for impl, ns in (("seed-torch-cuda-stack", 8.0), ("torch-cuda-stack", 9.0), ("fast-cuda", 1.0),
+                     ("roof-torch-cuda-fill", 0.5)):
+        for dtype in ("float32", "float16"):
+            if impl == "seed-torch-cuda-stack" and dtype == "float16":
+                continue
+            for length, d_model in ((1024, 64), (8192, 1024)):
+                t = length * d_model * ns * 1e-9
+                rows.append(dict(run_id="gpu", machine="gpubox", impl=impl, backend="torch",
+                                 device="cuda", workload="table", length=length, d_model=d_model,
+                                 dtype=dtype, threads=1, batch=0, median_s=t, iqr_s=0.01 * t,
+                                 first_call_s=2 * t, roof_ratio=ns / 0.5, status="ok", reason="",
+                                 is_roof=impl.startswith("roof"), mode="sync"))
+    return rows
+
+
+def gpu_verify() -> list[dict]:
+    return [dict(impl=impl, backend="torch", device="cuda", workload="table",
+                 **Spec(1500, 128, dtype=dtype).as_dict(), max_abs_err=1e-6, tol=1e-3,
+                 err_ratio=1e-3, ulps=1.0, worst_pos=1, worst_col=0, status="pass", reason="",
+                 seconds=0.1)
+            for impl in ("seed-torch-cuda-stack", "torch-cuda-stack", "fast-cuda")
+            for dtype in ("float32", "float16")]
+
+
+def test_the_usual_choice_is_the_devices_own(tmp_path, no_plots):  # noqa: F811
+    path = write_run(tmp_path, bench=gpu_rows(), verify=False)
+    pd.DataFrame(gpu_verify()).to_csv(path / "verify.csv", index=False)
+    run = load_run(path)
+    assert usual(run.bench, "table", "cuda", "float32", "seed-numpy-stack") == "seed-torch-cuda-stack"
+    assert usual(run.bench, "table", "cuda", "float16", "seed-numpy-stack") == "torch-cuda-stack"
+    assert baselines(run.bench, "seed-numpy-stack") == {"table": "seed-torch-cuda-stack"}
+    text = build([path]).read_text()
+    short = section(text, "Recommendation").split("### Detail")[0]
+    rows = {r["dtype"]: r for r in keyed_rows(short, "medium")}
+    assert {r["use"] for r in rows.values()} == {"**fast-cuda**"}
+    assert (rows["float32"]["faster than usual"], rows["float32"]["usual choice"]) == \
+        ("8x", "seed-torch-cuda-stack")
+    assert (rows["float16"]["faster than usual"], rows["float16"]["usual choice"]) == \
+        ("9x", "torch-cuda-stack")
+    # the detail pivots quote the device's seed too, not a '-' for a NumPy seed never timed
+    assert "**Speedup vs seed-torch-cuda-stack**" in section(text, "Workload `table`")

@@ -1,0 +1,129 @@
+"""Plots readable at a glance: the few that matter in distinct colours, the rest grey, no label on
+another.
+
+The figures are caught before they are written (`plots.save` replaced), so the
+tests read what a reader would see: line colours, legend entries and the
+rendered extents of every label.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.colors import to_hex
+
+from harness.report import figures, labels, load_run, plots
+from harness.report.accuracy import Accuracy
+from harness.report.frontier import Point, Tradeoff
+from tests.test_report import write_run
+
+GREY = to_hex(figures.OTHER["color"])
+
+
+@pytest.fixture
+def caught(monkeypatch):
+    """The figures the plot functions would have saved, still open."""
+    found: list[plt.Figure] = []
+
+    def keep(fig, path):
+        fig.canvas.draw()
+        found.append(fig)
+        return path
+
+    monkeypatch.setattr(plots, "save", keep)
+    yield found
+    for fig in found:
+        plt.close(fig)
+
+
+def legend_labels(fig: plt.Figure) -> list[str]:
+    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+
+def test_palette_colours_only_the_highlighted_each_its_own():
+    impls = [f"impl-{i}" for i in range(27)]
+    roles = {"impl-3": "recommended", "impl-7": "usual choice", "impl-9": "Pareto",
+             "impl-12": "recommended, Pareto"}
+    styles = figures.palette(impls, roofs=["roof-a"], highlight=roles)
+    coloured = {name: s for name, s in styles.items() if figures.highlighted(styles, name)
+                and name != "roof-a"}
+    assert set(coloured) == set(roles)
+    assert len({(to_hex(s["color"]), s["marker"]) for s in coloured.values()}) == len(roles)
+    assert len({to_hex(s["color"]) for s in coloured.values()}) == len(roles)   # colours alone differ
+    assert GREY not in {to_hex(s["color"]) for s in coloured.values()}
+    assert styles["impl-12"]["label"] == "impl-12 (recommended, Pareto)"
+    others = [s for name, s in styles.items() if name not in roles and name != "roof-a"]
+    assert len(others) == 23 and all(s["label"] == figures.OTHER_LABEL for s in others)
+
+
+def test_time_plot_draws_the_few_in_colour_over_grey_with_one_roof(tmp_path, caught):
+    run = load_run(write_run(tmp_path))
+    styles = figures.palette(run.bench["impl"], roofs=["roof-numpy-fill"],
+                             highlight={"fast-good": "recommended", "seed-numpy-stack": "usual choice"})
+    plots.time_vs_length(run.bench, "table", "float32", "box", tmp_path / "t.png", styles)
+    fig = caught[0]
+    for ax in fig.axes:
+        colours = [to_hex(line.get_color()) for line in ax.get_lines()]
+        assert colours.count(GREY) == len(colours) - 3       # two highlighted and the roof
+    assert legend_labels(fig) == ["fast-good (recommended)", "seed-numpy-stack (usual choice)",
+                                  "roof: fastest bare fill of the same bytes",
+                                  figures.OTHER_LABEL]
+
+
+def clustered_trade() -> Tradeoff:
+    """Twelve implementations within a few per cent of each other: labels at a fixed offset pile up."""
+    rng = np.random.default_rng(0)
+    points = [Point(f"impl-number-{i}", "cpu", "paper", 1, 1e-3 * (1 + 0.03 * rng.random()), 2.0,
+                    (), Accuracy(1e-7 * (1 + 0.05 * rng.random()), 1_000_063), None,
+                    frontier=i < 2)
+              for i in range(12)]
+    return Tradeoff("table", 8192, 1024, "float32", tuple(points))
+
+
+def test_frontier_labels_never_overlap_each_other_or_a_marker(tmp_path, caught):
+    trade = clustered_trade()
+    styles = figures.palette([p.impl for p in trade.points],
+                             highlight={p.impl: "recommended" for p in trade.points})
+    plots.frontier(trade, "box", tmp_path / "f.png", styles)
+    fig = caught[0]
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    names = [t for t in ax.texts if t.get_text().startswith("impl-number-")]
+    assert len(names) >= 9                               # most are named ...
+    boxes = [labels.extent(t, renderer) for t in names]
+    assert labels.overlaps(boxes) == []                  # ... and no name sits on another
+    frame = ax.get_window_extent(renderer)
+    assert all(frame.contains(b.x0, b.y0) and frame.contains(b.x1, b.y1) for b in boxes)
+    markers = [labels._marker_box(ax, labels.Label(p.median_s, p.accuracy.max_abs_err, ""))
+               for p in trade.points]
+    assert not any(b.overlaps(m) for b, m in itertools.product(boxes, markers))
+
+
+def test_place_leaves_out_a_label_with_no_free_spot():
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    crowd = [labels.Label(0.5, 0.5, f"a rather long label {i}") for i in range(40)]
+    placed = labels.place(ax, crowd)
+    boxes = [labels.extent(t, fig.canvas.get_renderer()) for t in placed]
+    assert 0 < len(placed) < 40 and labels.overlaps(boxes) == []
+    plt.close(fig)
+
+
+def test_heatmap_leaves_out_rows_that_never_ran_and_bolds_the_highlighted(tmp_path, caught):
+    run = load_run(write_run(tmp_path))
+    bench = run.bench.copy()
+    bench.loc[(bench["impl"] == "mid-good") & (bench["dtype"] == "float64"), "ok"] = False
+    styles = figures.palette(bench["impl"], roofs=["roof-numpy-fill"],
+                             highlight={"fast-good": "recommended"})
+    plots.roof_heatmap(bench, "table", "box", tmp_path / "r.png", styles)
+    fig = caught[0]
+    rows = {ax.get_title(): [t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes
+            if ax.get_title()}
+    assert "mid-good" in rows["float32, 1 thread"] and "mid-good" not in rows["float64, 1 thread"]
+    bold = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()
+            if t.get_fontweight() == "bold"]
+    assert set(bold) == {"fast-good"}
