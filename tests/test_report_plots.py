@@ -127,3 +127,11 @@ def test_heatmap_leaves_out_rows_that_never_ran_and_bolds_the_highlighted(tmp_pa
     bold = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()
             if t.get_fontweight() == "bold"]
     assert set(bold) == {"fast-good"}
+
+
+def test_speedup_heatmap_leaves_out_a_dtype_its_baseline_never_ran(tmp_path, caught):
+    run = load_run(write_run(tmp_path))
+    bench = run.bench[~((run.bench["impl"] == "seed-numpy-stack") & (run.bench["dtype"] == "float64"))]
+    plots.speedup_heatmap(bench, "table", "seed-numpy-stack", "box", tmp_path / "s.png")
+    titles = [ax.get_title() for ax in caught[0].axes if ax.get_title()]
+    assert titles == ["float32, 1 thread", "float32, 2 threads"]

@@ -69,7 +69,7 @@ def time_vs_length(bench: pd.DataFrame, workload: str, dtype: str, machine: str,
 
 
 def speedup_heatmap(bench: pd.DataFrame, workload: str, baseline: str, machine: str,
-                    path: Path, styles: Mapping[str, dict] = {}) -> Optional[Path]:
+                    path: Path, styles: Optional[Mapping[str, dict]] = None) -> Optional[Path]:
     """baseline / impl per cell, green faster and red slower, one panel per dtype x threads."""
     ratio = speedup(bench, baseline)
     mine = ratio[(bench["workload"] == workload) & (ratio > 0)]
@@ -82,7 +82,7 @@ def speedup_heatmap(bench: pd.DataFrame, workload: str, baseline: str, machine: 
 
 
 def roof_heatmap(bench: pd.DataFrame, workload: str, machine: str, path: Path,
-                 styles: Mapping[str, dict] = {}) -> Optional[Path]:
+                 styles: Optional[Mapping[str, dict]] = None) -> Optional[Path]:
     """median / roof per cell: 1x is the memory limit (`ROOFS`); darker is further from it."""
     rows = timed(bench)
     ratio = rows["roof_ratio"].where(rows["ok"])
@@ -97,11 +97,12 @@ def roof_heatmap(bench: pd.DataFrame, workload: str, machine: str, path: Path,
 
 def _heatmaps(bench: pd.DataFrame, workload: str, values: pd.Series, machine: str, path: Path,
               title: str, norm: Normalize, cmap: str, colour_of,
-              styles: Mapping[str, dict]) -> Path:
+              styles: Optional[Mapping[str, dict]]) -> Path:
     # an implementation that ran nowhere in a panel (a dtype it lacks) is left out of it
     panels = [(dtype, threads, rows[rows["impl"].isin(set(rows.loc[rows["ok"], "impl"]))])
               for dtype, threads, rows in groups(timed(bench[bench["workload"] == workload]))]
-    panels = [panel for panel in panels if len(panel[2])]
+    # a panel with nothing to show (its baseline never ran in that dtype) is left out too
+    panels = [panel for panel in panels if values.loc[panel[2].index].notna().any()]
     ncols = max(rows["size"].nunique() for _, _, rows in panels)
     heights = [0.34 * rows["impl"].nunique() + 1.6 for _, _, rows in panels]
     fig, axes = grid(len(panels), 1, title, machine,
@@ -112,7 +113,7 @@ def _heatmaps(bench: pd.DataFrame, workload: str, values: pd.Series, machine: st
         laid = pivot(rows, values.loc[rows.index], order, fill=np.nan).astype(float)
         notes = pivot(rows, rows["status"].where(~rows["ok"], ""), order)
         heatmap(ax, laid, notes, norm, cmap, fmt.ratio, colour_of, f"{dtype}, {fmt.threads(threads)}")
-        bold_ticks(ax.get_yticklabels(), styles)
+        bold_ticks(ax.get_yticklabels(), styles or {})
     return save(fig, path)
 
 

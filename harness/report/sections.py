@@ -15,7 +15,7 @@ from harness.report import fmt, markdown, pivots
 from harness.report.compare import Change, as_frame
 from harness.report.frontier import REFERENCE, Tradeoff
 from harness.report.load import Run
-from harness.report.measures import NOISY, groups, spread, timed
+from harness.report.measures import NOISY, groups, speedup, spread, timed
 from harness.verify import LONG_POSITIONS
 
 MAX_LISTED = 40
@@ -102,9 +102,10 @@ def workload(run: Run, name: str, baseline: str, figures: Mapping[str, Path], ou
                (f"{kind}-{name}" for kind in ("time", "speedup", "roof", "threads")) if key in figures]
     for dtype, threads, group in groups(rows):
         blocks += [markdown.heading(3, f"{dtype}, {fmt.threads(threads)}"),
-                   "**Median time**", markdown.table(pivots.medians(group)),
-                   f"**Speedup vs {baseline}**",
-                   markdown.table(pivots.speedups(group, run.bench, baseline))]
+                   "**Median time**", markdown.table(pivots.medians(group))]
+        if speedup(run.bench, baseline).loc[group.index].notna().any():   # baseline ran here
+            blocks += [f"**Speedup vs {baseline}**",
+                       markdown.table(pivots.speedups(group, run.bench, baseline))]
         if timed(group)["roof_ratio"].notna().any():
             blocks += ["**Time / roof**", markdown.table(pivots.roof_ratios(group))]
     return markdown.join(*blocks)
