@@ -63,23 +63,58 @@ class Comparison:
     worst: tuple[int, int] = field(default=(-1, -1))
 
 
-def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str) -> Comparison:
-    """Shape, dtype, NaN/Inf, then the worst error relative to its per-element tolerance."""
+#: Rows of a result checked for NaN/Inf at once: bounds the temporary of a huge table.
+FINITE_CHUNK_ELEMENTS = 1 << 22
+
+
+def well_formed(out: Any, shape: tuple[int, ...],
+                want_dtype: str) -> tuple[Optional[str], Optional[np.ndarray]]:
+    """(None, the result as NumPy) when `out` is an array of `shape` and `want_dtype` holding only
+    finite values, else (why not, None): the cheap part of `compare`, needing no reference."""
+    if out is None:
+        return "returned None, not an array", None
     got_dtype = dtype_name(out)
     try:
         arr = to_numpy(out)
     except Exception as exc:
-        return Comparison(f"result of type {type(out).__name__} is not array-like: {exc}")
-    if arr.shape != expected.shape:
-        return Comparison(f"shape {tuple(arr.shape)}, expected {expected.shape}")
+        return f"result of type {type(out).__name__} is not array-like: {exc}", None
+    if arr.shape != tuple(shape):
+        return f"shape {tuple(arr.shape)}, expected {tuple(shape)}", None
     if got_dtype != want_dtype:
-        return Comparison(f"dtype {got_dtype}, expected {want_dtype}")
+        return f"dtype {got_dtype}, expected {want_dtype}", None
+    bad = nonfinite(arr)
+    if bad is not None:
+        count, (position, column) = bad
+        return f"{count} NaN/Inf values (first at position {position}, column {column})", None
+    return None, arr
+
+
+def nonfinite(arr: np.ndarray) -> Optional[tuple[int, tuple[int, int]]]:
+    """None when every value of `arr` is finite, else (how many are not, the (position, column)
+    of the first); checked a block of rows at a time."""
+    if arr.size == 0:
+        return None
+    arr = arr.reshape(1, -1) if arr.ndim < 2 else arr
+    rows = arr.reshape(-1, arr.shape[-1])
+    step = max(1, FINITE_CHUNK_ELEMENTS // max(1, rows.shape[1]))
+    count, first = 0, None
+    for start in range(0, rows.shape[0], step):
+        bad = ~np.isfinite(rows[start:start + step])
+        n = int(np.count_nonzero(bad))
+        if n and first is None:
+            row, column = np.argwhere(bad)[0]
+            first = (int((start + row) % arr.shape[-2]), int(column))
+        count += n
+    return (count, first) if count else None
+
+
+def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str) -> Comparison:
+    """Shape, dtype, NaN/Inf (`well_formed`), then the worst error relative to its per-element
+    tolerance."""
+    problem, arr = well_formed(out, expected.shape, want_dtype)
+    if problem is not None:
+        return Comparison(problem)
     arr = arr.astype(np.float64)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        where = np.argwhere(bad)[0]
-        return Comparison(f"{int(bad.sum())} NaN/Inf values (first at position {where[-2]}, "
-                          f"column {where[-1]})")
     err = np.abs(arr - expected)
     ratio = err / allowed
     flat = int(np.argmax(ratio))

@@ -14,7 +14,9 @@ from typing import Any, Optional
 from harness.registry import Implementation
 from harness.spec import Spec
 
-STATUSES = ("ok", "error", "timeout", "skip")
+#: ok: timed; invalid: ran, but its result is not a valid table or its callable is a lookup
+#: (harness.bench.validity), so it was not timed; error, timeout: it failed or hung; skip: not run.
+STATUSES = ("ok", "invalid", "error", "timeout", "skip")
 
 #: Conventions a bench cell may use, in order of preference: the first one an
 #: implementation supports is timed (the concat-only seeds need t2t's schedule).
@@ -85,7 +87,8 @@ def choose_convention(impl: Implementation, length: int, d_model: int,
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of a cell: statistics from pytest-benchmark, or why there are none."""
+    """What became of a cell: statistics from pytest-benchmark, or why there are none, and what
+    the cell's callable kept and the machine did meanwhile."""
 
     status: str
     reason: str = ""
@@ -100,6 +103,13 @@ class Outcome:
     peak_bytes: float = math.nan
     peak_method: str = ""
     thread_settings: str = ""
+    #: bytes of arrays reachable from the callable after setup (harness.bench.validity)
+    retains_bytes: float = math.nan
+    #: the machine's load around the cell (harness.bench.contention)
+    load_before: float = math.nan
+    load_after: float = math.nan
+    others_busy: float = math.nan
+    cores: int = 0
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

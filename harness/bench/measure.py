@@ -1,13 +1,19 @@
 """Measure one cell in a worker: untimed build, the first call apart, peak memory, pytest-benchmark.
 
 Order matters. The factory's setup (imports, JIT, tracing, device transfer) is
-never timed. The first call (compilation on first use, caches) is timed once
-on its own as `first_call_s` - perf_counter around a single call, not a
-benchmark timer. Peak memory needs a counter that slows the call, so it gets
-its own call too, and one warm call sizes the rounds of a cold-cache cell.
-Only then does pytest-benchmark calibrate and time rounds of the warm
-callable, in the cell's mode (harness.bench.modes: on a device, every call is
-followed by a sync, or replayed from a CUDA graph).
+never timed; what it left reachable from the callable is measured before any
+call (a table builder keeping a table's worth is a lookup: harness.bench.validity).
+The first call (compilation on first use, caches) is timed once on its own as
+`first_call_s` - perf_counter around a single call, not a benchmark timer - and
+its result checked (shape, dtype, finite), then poisoned and held while one
+warm call, which sizes the rounds of a cold-cache cell, must return a fresh
+result (not the cached buffer): a cell that fails either check is `invalid`
+and never timed. Peak memory needs a counter that slows the call, so it gets
+its own call too, once both results are let go. Only then does pytest-benchmark
+calibrate and time rounds of the warm callable, in the cell's mode
+(harness.bench.modes: on a device, every call is followed by a sync, or
+replayed from a CUDA graph). The machine's load is sampled after setup and
+after the rounds (harness.bench.contention).
 """
 
 from __future__ import annotations
@@ -16,10 +22,10 @@ import time
 import traceback
 from typing import Any
 
-from harness.bench import modes, peak
+from harness.bench import contention, modes, peak, validity
 from harness.bench.cells import Cell, Outcome
 from harness.bench.settings import Timing
-from harness.checks import forward_input
+from harness.checks import forward_input, poison
 from harness.registry import Implementation
 
 MAX_REASON = 300
@@ -32,42 +38,68 @@ def error_reason(stage: str, exc: BaseException) -> str:
 
 
 def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: str,
-            timing: Timing = Timing()) -> Outcome:
-    """Time `impl` on `cell` with the pytest-benchmark fixture; an exception becomes an error."""
+            timing: Timing = Timing(), meter: contention.Meter = contention.sample) -> Outcome:
+    """Time `impl` on `cell` with the pytest-benchmark fixture; an exception becomes an error,
+    an invalid result or a lookup (harness.bench.validity) an `invalid` row, untimed. `meter`
+    samples the machine's load after setup and after the timed rounds (harness.bench.contention)."""
     stage = "build"
+    samples: list[contention.Sample] = []
+    done: dict[str, Any] = {"thread_settings": thread_settings}
     try:
         spec = cell.spec()
         args = (forward_input(spec, cell.batch),) if cell.workload == "forward" else ()
         start = time.perf_counter()
         fn = impl.build(spec, *args)
-        build_s = time.perf_counter() - start
+        done["build_s"] = time.perf_counter() - start
+        stage = "setup check"
+        done["retains_bytes"], lookup = validity.setup_retention(impl, cell, fn)
         call = modes.synced(fn, cell.device)
+        samples.append(meter())
         stage = "first call"
         start = time.perf_counter()
-        call()
-        first_call_s = time.perf_counter() - start
+        first = call()
+        done["first_call_s"] = time.perf_counter() - start
+        stage = "result check"
+        problem = validity.output_problem(first, cell)
+        if problem is None:       # poisoned and still held: the warm call must compute afresh
+            poisoned = poison(first)
+            stage = "warm call"
+            start = time.perf_counter()
+            second = call()
+            warm_s = time.perf_counter() - start
+            stage = "result check"
+            problem = validity.stale_problem(first, second, poisoned, cell)
+            del second
+        del first
+        problem = problem or lookup
+        if problem:
+            return _outcome("invalid", problem, samples, meter, done)
         stage = "peak-memory call"
-        peak_bytes, method = peak.measure(call, cell.backend, cell.device)
-        stage = "warm call"
-        start = time.perf_counter()
-        call()
-        warm_s = time.perf_counter() - start
+        done["peak_bytes"], done["peak_method"] = peak.measure(call, cell.backend, cell.device)
         stage = f"{cell.mode} set-up" if cell.mode else "set-up"
         rounds = modes.rounds_for(cell.mode, fn, cell.backend, cell.device, warm_s,
                                   timing.max_time, timing.min_rounds)
         stage = "timed calls"
-        benchmark.extra_info.update(cell.as_dict(), key=cell.key, build_s=build_s,
-                                    first_call_s=first_call_s, peak_bytes=peak_bytes,
-                                    peak_method=method, thread_settings=thread_settings)
+        benchmark.extra_info.update(cell.as_dict(), key=cell.key, build_s=done["build_s"],
+                                    first_call_s=done["first_call_s"],
+                                    peak_bytes=done["peak_bytes"], peak_method=done["peak_method"],
+                                    thread_settings=thread_settings)
         rounds.run(benchmark)
     except modes.NotCapturable as exc:
-        return Outcome("skip", error_reason("not capturable as a CUDA graph", exc),
-                       thread_settings=thread_settings)
+        return _outcome("skip", error_reason("not capturable as a CUDA graph", exc), samples,
+                        meter, done)
     except Exception as exc:
         traceback.print_exc()   # into the worker's log; the row gets one line
-        return Outcome("error", error_reason(stage, exc), thread_settings=thread_settings)
+        return _outcome("error", error_reason(stage, exc), samples, meter, done)
     stats = benchmark.stats.stats
-    return Outcome("ok", median_s=stats.median, iqr_s=stats.iqr, min_s=stats.min,
-                   mean_s=stats.mean, stddev_s=stats.stddev, rounds=stats.rounds,
-                   build_s=build_s, first_call_s=first_call_s, peak_bytes=peak_bytes,
-                   peak_method=method, thread_settings=thread_settings)
+    return _outcome("ok", "", samples, meter,
+                    dict(done, median_s=stats.median, iqr_s=stats.iqr, min_s=stats.min,
+                         mean_s=stats.mean, stddev_s=stats.stddev, rounds=stats.rounds))
+
+
+def _outcome(status: str, reason: str, samples: list[contention.Sample], meter: contention.Meter,
+             fields: dict[str, Any]) -> Outcome:
+    """The Outcome, with the load columns from the sample after setup and one taken now."""
+    before = samples[0] if samples else None
+    after = meter() if before is not None else None
+    return Outcome(status, reason, **fields, **contention.columns(before, after))

@@ -2,7 +2,8 @@
 
 The ETA is the mean wall time per cell so far (worker start-ups included)
 times the cells left: crude, but it never needs a prediction the cell itself
-has not made yet, and it settles as the sweep goes.
+has not made yet, and it settles as the sweep goes. A timing the machine's load
+may have distorted is marked `FLAGGED (why)` (harness.bench.contention).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 import time
 from typing import Any
 
+from harness.bench.contention import Running
 from harness.units import NOISY_IQR, seconds
 
 
@@ -31,6 +33,7 @@ class Progress:
         self.total = total
         self.done = 0
         self.started = time.monotonic()
+        self.flags = Running()
 
     def line(self, row: dict[str, Any]) -> str:
         """Count `row` as finished and describe it."""
@@ -40,7 +43,9 @@ class Progress:
         width = len(str(self.total))
         what = (f"[{self.done:>{width}}/{self.total}] {row['impl']:<24} {row['workload']:<7} "
                 f"{row['length']:>6}x{row['d_model']:<5} {row['dtype']:<8} {row['threads']}t")
-        return f"{what}  {_result(row):<34} {duration(elapsed)} elapsed, ETA {duration(eta)}"
+        flag = self.flags.flag(row)
+        line = f"{what}  {_result(row):<34} {duration(elapsed)} elapsed, ETA {duration(eta)}"
+        return line + (f"  FLAGGED ({flag})" if flag else "")
 
 
 def _result(row: dict[str, Any]) -> str:

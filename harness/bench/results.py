@@ -4,7 +4,11 @@
 roof (a fill, or a bare x + pe, into fresh or recycled memory: harness.bench.roofs)
 for the same output in the same run:
 same workload, shape, dtype, threads, device, batch and timing mode; `roof_ratio` =
-median_s / roof_s, so 1 means "as fast as writing the memory".
+median_s / roof_s, so 1 means "as fast as writing the memory". `flags` says why
+a timing may be distorted by other processes (harness.bench.contention: load,
+or far slower at more threads than at one); a flagged roof is no yardstick.
+`status` `invalid`: the cell's result or callable failed bench's checks
+(harness.bench.validity), and it was not timed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from harness import io
+from harness.bench import contention
 
 FILENAME = "bench.csv"
 ROOF_KEYS = ["workload", "length", "d_model", "dtype", "threads", "device", "batch", "mode"]
@@ -22,8 +27,11 @@ COLUMNS = [
     "run_id", "machine", "impl", "backend", "device", "workload", "convention", "length",
     "d_model", "dtype", "threads", "batch", "mode", "median_s", "iqr_s", "min_s", "mean_s",
     "stddev_s", "rounds", "build_s", "first_call_s", "peak_bytes", "peak_method", "bytes_out", "gbps",
-    "roof_s", "roof_ratio", "status", "reason", "thread_settings", "is_roof", "key",
+    "roof_s", "roof_ratio", "status", "reason", "flags", "retains_bytes", "load_before",
+    "load_after", "others_busy", "cores", "thread_settings", "is_roof", "key",
 ]
+#: Columns a journal written before them lacks (NaN there).
+LATER = ("retains_bytes", "load_before", "load_after", "others_busy", "cores")
 
 
 def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFrame:
@@ -32,9 +40,13 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
         return pd.DataFrame(columns=COLUMNS)
     df = pd.DataFrame(list(rows)).drop_duplicates("key", keep="last").reset_index(drop=True)
     df["mode"] = df["mode"].fillna("") if "mode" in df else ""   # journals before modes had none
+    for column in LATER:
+        if column not in df:
+            df[column] = float("nan")
     df["run_id"], df["machine"] = run_id, machine
     df["gbps"] = df["bytes_out"] / df["median_s"] / 1e9
-    ok_roofs = df[df["is_roof"].astype(bool) & (df["status"] == "ok")]
+    df["flags"] = contention.flags(df)
+    ok_roofs = df[df["is_roof"].astype(bool) & (df["status"] == "ok") & (df["flags"] == "")]
     roof_s = ok_roofs.groupby(ROOF_KEYS)["median_s"].min().rename("roof_s").reset_index()
     df = df.merge(roof_s, how="left", on=ROOF_KEYS)
     df["roof_ratio"] = df["median_s"] / df["roof_s"]

@@ -4,6 +4,8 @@ Groups run one after another, 1-thread groups first, so a thread pool never
 competes with another and an all-core cell can be predicted from its 1-thread
 sibling. Every row lands in the journal at once; bench.csv is rewritten from
 it every few seconds, after each group and on the way out (Ctrl-C included).
+The last lines name the cells that are `invalid` and those flagged for load
+(harness.bench.contention), which the report leaves out of its verdicts.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from harness.bench import env, journal, results
+import pandas as pd
+
+from harness.bench import contention, env, journal, results, validity
 from harness.bench.budget import BUDGET_PREFIX
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.grid import Plan, plan
@@ -119,7 +123,25 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
         supervisor.close()
     finally:
         csv.write(force=True)
-    return journal.read_all(path)
+    rows = journal.read_all(path)
+    print("\n".join(closing(results.tidy(rows, run_dir.run_id, run_dir.machine))), flush=True)
+    return rows
+
+
+def closing(frame: pd.DataFrame) -> list[str]:
+    """What the end of a sweep says about its cells: invalid ones, and those flagged for load."""
+    lines = []
+    invalid = frame[frame["status"] == "invalid"] if len(frame) else frame
+    if len(invalid):
+        reasons = invalid["reason"].astype(str)
+        lookups = int(reasons.str.contains(validity.LOOKUP, regex=False).sum())
+        lines.append(f"bench: {len(invalid)} cell(s) invalid, not timed and never recommended "
+                     f"({lookups} lookup(s) keeping a table after setup, {len(invalid) - lookups} "
+                     "with a result that is not a fresh, finite table of the right shape and "
+                     "dtype): see `reason` in bench.csv")
+    if len(frame):
+        lines.append(contention.summary(frame))
+    return lines
 
 
 def describe(cells: Plan, todo: list[Group]) -> list[str]:

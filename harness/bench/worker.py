@@ -56,8 +56,8 @@ class Worker:
         else:
             outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing)
         self._record(cell, outcome)
-        if outcome.status == "error":
-            pytest.fail(outcome.reason, pytrace=False)
+        if outcome.status in ("error", "invalid"):
+            pytest.fail(f"{outcome.status}: {outcome.reason}", pytrace=False)
 
     @staticmethod
     def _implementation(cell: Cell) -> Implementation:

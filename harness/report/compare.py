@@ -5,6 +5,10 @@ percentage and the two runs' spread (their IQRs added): on a shared, noisy
 machine a change inside the spread is not evidence of anything.
 
     slower  <=>  new - base > max(pct / 100 * base, iqr_new + iqr_base)
+
+A cell flagged for load in either run (harness.bench.contention: other
+processes on the cores it needed, or far slower at more threads than at one)
+is not compared: its change says more about the machine than the code.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from harness.bench.contention import flagged
 from harness.report import fmt
 from harness.report.load import CELL
 from harness.report.measures import timed
@@ -58,12 +63,12 @@ class Change:
 
 
 def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
-    """Every implementation cell (roofs aside) timed ok in both runs."""
+    """Every implementation cell (roofs aside) timed ok and not flagged for load in both runs."""
     key, columns = list(CELL), list(CELL) + ["median_s", "iqr_s"]
 
     def ok(frame: pd.DataFrame) -> pd.DataFrame:
         rows = timed(frame)
-        return rows.loc[rows["ok"], columns].drop_duplicates(key)
+        return rows.loc[rows["ok"] & ~flagged(rows), columns].drop_duplicates(key)
 
     both = ok(new).merge(ok(base), on=key, suffixes=("_new", "_base"))
     return [Change(r.workload, r.impl, r.device, int(r.length), int(r.d_model), r.dtype,
@@ -88,12 +93,14 @@ MIN_SHARED_PCT = 50.0
 @dataclass(frozen=True)
 class Overlap:
     """How two runs line up: implementation cells in each, in both, and compared (in both and
-    timed ok in the base: the gate judges each as still ok and how fast, or broken)."""
+    timed ok in the base: the gate judges each as still ok and how fast, or broken); `flagged`
+    of the compared, timed ok in both but flagged for load in either, whose speed is not judged."""
 
     new_cells: int
     base_cells: int
     shared: int
     compared: int
+    flagged: int = 0
 
     def coverage(self) -> float:
         """The shared cells in percent of the larger run's (the weaker side of the comparison)."""
@@ -101,8 +108,12 @@ class Overlap:
         return 100.0 * self.shared / most if most else 0.0
 
     def describe(self) -> str:
-        return (f"compared {self.compared} cell(s) (in both runs and timed ok in the base); the "
+        text = (f"compared {self.compared} cell(s) (in both runs and timed ok in the base); the "
                 f"new run has {self.new_cells}, the base {self.base_cells}, {self.shared} shared")
+        if self.flagged:
+            text += (f"; {self.flagged} of the compared flagged for load in either run "
+                     "(`flags` in bench.csv), their speed not judged")
+        return text
 
 
 def overlap(new: pd.DataFrame, base: pd.DataFrame) -> Overlap:
@@ -110,8 +121,12 @@ def overlap(new: pd.DataFrame, base: pd.DataFrame) -> Overlap:
     them timed ok in the base."""
     key = list(CELL)
     rows_new, rows_base = (timed(f).drop_duplicates(key, keep="last") for f in (new, base))
-    both = rows_new[key].merge(rows_base[key + ["ok"]], on=key)
-    return Overlap(len(rows_new), len(rows_base), len(both), int(both["ok"].sum()))
+    rows_new, rows_base = (r.assign(flagged=flagged(r) & r["ok"]) for r in (rows_new, rows_base))
+    both = rows_new[key + ["ok", "flagged"]].merge(rows_base[key + ["ok", "flagged"]], on=key,
+                                                   suffixes=("_new", "_base"))
+    judged_out = both["ok_base"] & both["ok_new"] & (both["flagged_new"] | both["flagged_base"])
+    return Overlap(len(rows_new), len(rows_base), len(both), int(both["ok_base"].sum()),
+                   int(judged_out.sum()))
 
 
 def require_overlap(new: pd.DataFrame, base: pd.DataFrame, what: str,

@@ -2,10 +2,15 @@
 
 Algorithm, per workload and group (regime, dtype, device, threads):
 
-1. Cells are the sizes of the group at which at least one implementation ran ok.
-2. Ranked implementations are those verify passes (`accuracy.verdict`) with ok
-   times in the most cells; their score is the geometric mean of their medians
-   over the cells they all share, so each size weighs the same.
+1. Cells are the sizes of the group at which at least one implementation ran ok
+   and was not flagged for load (harness.bench.contention: other processes on
+   the cores it needed, or far slower at more threads than at one); the
+   implementations whose cells were left out for that are named (`flagged`).
+2. Ranked implementations are those verify passes (`accuracy.verdict`), with
+   no `invalid` cell in bench (a result that is not a fresh finite table, or a
+   lookup: harness.bench.validity), with ok times in the most cells; their
+   score is the geometric mean of their medians over the cells they all share,
+   so each size weighs the same.
 3. The winner has the lowest score; its lead is runner-up score / winner score
    (the geometric mean of the per-cell ratios). Implementations excluded by
    verify but faster than the winner are named, so the trade is visible.
@@ -24,6 +29,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from harness.bench.contention import flagged as flagged_rows
 from harness.report.accuracy import Accuracy, long_accuracy, verdict
 from harness.report.measures import timed, workload_rank
 
@@ -67,26 +73,66 @@ class Recommendation:
     #: Geometric mean of its first calls over the same sizes: a one-off build costs this,
     #: not `score_s` (JIT, page faults and nothing yet to recycle all land here).
     first_call_s: float = math.nan
+    #: "impl: N cell(s) (why)" for each implementation whose cells in this group were left
+    #: out because the machine's load may have distorted them.
+    flagged: tuple[str, ...] = ()
 
 
-def recommend(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> list[Recommendation]:
-    """One Recommendation per group that has at least one implementation verify passes."""
+GROUP = ["workload", "regime", "dtype", "device", "threads"]
+
+
+def recommend(bench: pd.DataFrame, verify: Optional[pd.DataFrame],
+              include_flagged: bool = False) -> list[Recommendation]:
+    """One Recommendation per group that has at least one implementation verify passes.
+    `include_flagged`: rank flagged cells too (to show what they would have changed)."""
     rows = timed(bench)
-    rows = rows[rows["ok"]].assign(regime=rows["elements"].map(lambda n: regime_of(n).name))
-    groups = rows.groupby(["workload", "regime", "dtype", "device", "threads"], sort=False)
-    picks = [p for _, group in groups if (p := _pick(group, verify)) is not None]
+    rows = rows.assign(regime=rows["elements"].map(lambda n: regime_of(int(n)).name))
+    invalid = invalid_reasons(rows)
+    marked = flagged_rows(rows) & rows["ok"]
+    usable = rows[rows["ok"] & (include_flagged | ~marked)]
+    notes = _flag_notes(rows[marked]) if not include_flagged else {}
+    groups = usable.groupby(GROUP, sort=False)
+    picks = [p for key, group in groups
+             if (p := _pick(group, verify, invalid, notes.get(key, ()))) is not None]
     order = {r.name: i for i, r in enumerate(REGIMES)}
     return sorted(picks, key=lambda p: (workload_rank(p.workload), p.device,
                                         order[p.regime.name], p.dtype, p.threads))
 
 
-def _pick(group: pd.DataFrame, verify: Optional[pd.DataFrame]) -> Optional[Recommendation]:
+def invalid_reasons(rows: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(workload, impl) -> why an implementation with `invalid` cells may not be recommended."""
+    bad = rows[rows["status"] == "invalid"]
+    return {(str(w), str(i)):
+            f"invalid in bench ({len(g)} cell(s): {g['reason'].astype(str).iloc[0]})"
+            for (w, i), g in bad.groupby(["workload", "impl"])}
+
+
+def _flag_notes(left_out: pd.DataFrame) -> dict[tuple, tuple[str, ...]]:
+    """Per group: 'impl: N cell(s) flagged (kinds)' for its flagged rows."""
+    notes: dict[tuple, tuple[str, ...]] = {}
+    for key, rows in left_out.groupby(GROUP, sort=False):
+        text = rows["flags"] if "flags" in rows.columns else pd.Series("", index=rows.index)
+        lines = []
+        for impl, g in rows.assign(flags=text.fillna("").astype(str)).groupby("impl"):
+            kinds = sorted({part.split(":")[0] for flags in g["flags"]
+                            for part in flags.split("; ") if part})
+            lines.append(f"{impl}: {len(g)} cell(s) flagged"
+                         + (f" ({', '.join(kinds)})" if kinds else ""))
+        notes[key] = tuple(lines)
+    return notes
+
+
+def _pick(group: pd.DataFrame, verify: Optional[pd.DataFrame],
+          invalid: Optional[dict[tuple[str, str], str]] = None,
+          flagged: tuple[str, ...] = ()) -> Optional[Recommendation]:
     """The recommendation for the rows of one group, None when none of them passes verify."""
     cells = {impl: set(zip(g["length"], g["d_model"], g["batch"]))
              for impl, g in group.groupby("impl")}
     first = group.iloc[0]
     dtype = first["dtype"]
-    why_not = {impl: verdict(verify, impl, dtype) for impl in cells}
+    invalid = invalid or {}
+    why_not = {impl: invalid.get((str(first["workload"]), impl)) or verdict(verify, impl, dtype)
+               for impl in cells}
     eligible = [i for i in cells if why_not[i] is None]
     if not eligible:
         return None
@@ -104,7 +150,8 @@ def _pick(group: pd.DataFrame, verify: Optional[pd.DataFrame]) -> Optional[Recom
     return Recommendation(first["workload"], regime_of(int(first["elements"])), dtype,
                           first["device"], int(first["threads"]), winner, convention,
                           scores[winner], len(common), long_accuracy(verify, winner, dtype),
-                          runner_up, lead, excluded, _geomean(group, winner, common, "first_call_s"))
+                          runner_up, lead, excluded,
+                          _geomean(group, winner, common, "first_call_s"), flagged)
 
 
 def _geomean(group: pd.DataFrame, impl: str, cells: set, column: str = "median_s") -> float:

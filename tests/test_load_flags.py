@@ -1,0 +1,189 @@
+"""Timings under load (issue 10, item 5): recorded per cell, flagged, kept out of verdicts.
+
+Every load here is injected (fake samples, rows with chosen `others_busy`), so
+nothing depends on how busy the machine running the tests is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from harness.bench import contention, results
+from harness.bench.cells import Cell, Outcome, row
+from harness.bench.measure import measure
+from harness.bench.progress import Progress
+from harness.bench.sweep import closing
+from harness.report import flags as report_flags
+from harness.report.compare import changes, overlap, slower
+from harness.report.load import Run
+from harness.report.recommend import recommend
+from tests.test_bench_validity import FakeBenchmark, builds_fresh, fixed_meter, impl_of
+
+Sample = contention.Sample
+
+
+def cell(impl: str = "numba-x", threads: int = 1, length: int = 4096, d_model: int = 64,
+         is_roof: bool = False) -> Cell:
+    return Cell(impl, "numba", "cpu", "table", "paper", length, d_model, "float32", threads,
+                is_roof=is_roof)
+
+
+def ok(c: Cell, median_s: float, others: float = 0.0, cores: int = 2,
+       load: float = 0.5) -> dict:
+    return row(c, Outcome("ok", median_s=median_s, iqr_s=median_s * 0.003, load_before=load,
+                          load_after=load, others_busy=others, cores=cores))
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """bench.csv as the report reads it (with the columns load_run derives)."""
+    df = results.tidy(rows, "run", "machine")
+    df["ok"] = (df["status"] == "ok") & (df["median_s"] > 0)
+    df["elements"] = df["length"] * df["d_model"]
+    df["size"] = df["length"].astype(str) + "x" + df["d_model"].astype(str)
+    df["batch"] = df["batch"].astype(int)
+    return df
+
+
+def verify(*impls: str) -> pd.DataFrame:
+    return pd.DataFrame({"impl": list(impls), "dtype": "float32", "status": "pass",
+                         "max_abs_err": 1e-7, "max_position": 100_000})
+
+
+# -- measuring ------------------------------------------------------------------------
+
+def test_others_busy_is_machine_busy_time_minus_our_own_over_the_wall_time():
+    before = Sample(wall=10.0, busy_s=100.0, own_s=5.0, load=0.7, cores=2)
+    after = Sample(wall=12.0, busy_s=103.0, own_s=6.0, load=1.9, cores=2)
+    assert contention.others_busy(before, after) == pytest.approx(1.0)   # (3 - 1) / 2 s
+    assert contention.others_busy(after, after) != contention.others_busy(after, after)   # NaN
+    cols = contention.columns(before, after)
+    assert cols == {"load_before": 0.7, "load_after": 1.9, "others_busy": pytest.approx(1.0),
+                    "cores": 2}
+
+
+def test_every_measured_row_records_the_load_around_the_cell():
+    """The meter is read after setup and after the timed rounds; the row carries the result."""
+    meter = fixed_meter(Sample(0.0, 10.0, 1.0, 1.5, 2), Sample(1.0, 11.8, 1.9, 2.5, 2))
+    two_threads = Cell("x", "numpy", "cpu", "table", "paper", 64, 64, "float32", 2)
+    outcome = measure(impl_of(builds_fresh), two_threads, FakeBenchmark(), "numpy=2", meter=meter)
+    assert outcome.status == "ok"
+    assert (outcome.load_before, outcome.load_after, outcome.cores) == (1.5, 2.5, 2)
+    assert outcome.others_busy == pytest.approx(0.9)      # (1.8 busy - 0.9 ours) / 1 s
+    assert contention.load_flag(row(two_threads, outcome)).startswith("load: 0.9 cores busy")
+
+
+def test_a_real_sample_is_sane():
+    sample = contention.sample()
+    assert sample.cores >= 1 and sample.own_s >= 0
+    assert math.isnan(sample.busy_s) or sample.busy_s >= 0
+
+
+# -- the rules ---------------------------------------------------------------------------
+
+def test_the_issue_case_is_flagged_by_the_thread_rule_and_load_by_the_load_rule():
+    rows = [ok(cell(threads=1), 5e-6), ok(cell(threads=2), 14e-3),          # the issue: 2800x
+            ok(cell(threads=1, length=64), 1e-6), ok(cell(threads=2, length=64), 3e-6),  # 3x: fine
+            ok(cell("busy", threads=1), 1e-3, others=1.7),                # 1 thread: 1 core free
+            ok(cell("quiet", threads=1), 1e-3, others=1.2),               # within the margin
+            ok(cell("busy", threads=2), 1e-3, others=0.6),                # 2 threads: none free
+            ok(cell("avg", threads=2), 1e-3, others=math.nan, load=3.1)]  # unmeasured: load average
+    df = frame(rows).set_index("key")
+    flags = df["flags"].fillna("")
+    assert flags[cell(threads=2).key].startswith("threads: 2,800x slower at 2 threads")
+    assert flags[cell(threads=2, length=64).key] == ""
+    assert flags[cell("busy", threads=1).key].startswith("load: 1.7 cores busy")
+    assert flags[cell("quiet", threads=1).key] == ""
+    assert flags[cell("busy", threads=2).key].startswith("load: 0.6 cores busy")
+    assert flags[cell("avg", threads=2).key].startswith("load: load average 3.1 on 2 cores")
+    assert flags[cell(threads=1).key] == ""
+
+
+def test_a_flagged_roof_is_no_yardstick():
+    rows = [ok(cell("impl", threads=2), 4e-3),
+            ok(cell("roof-a", threads=2, is_roof=True), 1e-3, others=1.5),   # under load
+            ok(cell("roof-b", threads=2, is_roof=True), 2e-3)]
+    df = frame(rows).set_index("key")
+    assert df.loc[cell("impl", threads=2).key, "roof_s"] == 2e-3
+
+
+def test_progress_lines_mark_flagged_cells():
+    progress = Progress(3)
+    assert "FLAGGED" not in progress.line(ok(cell(threads=1), 5e-6))
+    line = progress.line(ok(cell(threads=2), 14e-3))
+    assert line.endswith("FLAGGED (threads: 2,800x slower at 2 threads than at 1 (> 4x))")
+    assert "FLAGGED (load: 1.7" in progress.line(ok(cell("busy"), 1e-3, others=1.7))
+
+
+def test_the_sweep_ends_with_a_line_naming_the_flagged_cells():
+    lines = closing(results.tidy([ok(cell(threads=1), 5e-6), ok(cell(threads=2), 14e-3),
+                                  ok(cell("busy"), 1e-3, others=1.7)], "run", "m"))
+    assert lines == [
+        "bench: 2 of 3 timed cells flagged, kept out of recommendations and compare verdicts: "
+        "1 under load (other processes busy on more than the free cores + 0.5), 1 slower with "
+        "more threads than 4x their 1-thread time (`flags` in bench.csv)"]
+    clean = closing(results.tidy([ok(cell(threads=1), 5e-6)], "run", "m"))
+    assert clean[0].startswith("bench: no cell flagged for load (of 1 timed ok)")
+
+
+# -- verdicts ---------------------------------------------------------------------------
+
+def issue_run(two_thread_numba_s: float) -> pd.DataFrame:
+    """numba-x is the fastest at 1 thread; at 2 threads its time is `two_thread_numba_s`."""
+    rows = []
+    for length in (4096, 8192):
+        rows += [ok(cell("numba-x", 1, length), 5e-6), ok(cell("numba-x", 2, length),
+                                                           two_thread_numba_s),
+                 ok(cell("torch-y", 1, length), 9e-6), ok(cell("torch-y", 2, length), 6e-6),
+                 ok(cell("slow-z", 1, length), 2e-3, others=1.8)]       # under load
+    return frame(rows)
+
+
+def test_flagged_cells_stay_out_of_the_recommendation_and_are_named():
+    picks = {(p.threads, p.impl): p for p in recommend(issue_run(14e-3),
+                                                       verify("numba-x", "torch-y", "slow-z"))}
+    two = picks[(2, "torch-y")]
+    assert two.flagged == ("numba-x: 2 cell(s) flagged (threads)",)
+    one = picks[(1, "numba-x")]
+    assert one.flagged == ("slow-z: 2 cell(s) flagged (load)",)
+    assert one.runner_up == "torch-y"          # slow-z is not ranked at all
+    with_flags = recommend(issue_run(14e-3), verify("numba-x", "torch-y", "slow-z"),
+                           include_flagged=True)
+    assert all(p.flagged == () for p in with_flags)
+
+
+def test_flagged_cells_do_not_fail_the_compare_gate():
+    base, new = issue_run(3e-6), issue_run(14e-3)      # the +189,000%-style "regression"
+    compared = changes(new, base)
+    assert {c.impl for c in compared} == {"numba-x", "torch-y"}
+    assert all(c.threads == 1 for c in compared if c.impl == "numba-x")
+    assert slower(compared, 10) == []
+    lines = overlap(new, base)
+    assert lines.flagged == 4        # numba-x at 2 threads and slow-z, at both sizes
+    assert "4 of the compared flagged for load" in lines.describe()
+
+
+def test_the_report_section_counts_flagged_cells_and_what_they_would_change(tmp_path):
+    bench = issue_run(14e-3)
+    run = Run(tmp_path, {}, bench, verify("numba-x", "torch-y", "slow-z"))
+    text = report_flags.section(run)
+    assert text.startswith("## Flagged and invalid cells")
+    assert "**4 cells of 10 timed flagged** (2 under load, 2 slower with more threads)" in text
+    assert "No recommendation would change with the flagged cells included." in text
+    assert "| table | numba-x | 4096x64 float32 2 threads | 14 ms |" in text
+
+    # a flagged cell that would have won (a fast cell measured while the machine was busy)
+    rows = [ok(cell("a", 1), 1e-3), ok(cell("b", 1), 2e-3, others=1.9)]
+    run = Run(tmp_path, {}, frame(rows), verify("a", "b"))
+    changed = report_flags.section(run)
+    assert "**1 cell of 2 timed flagged** (1 under load)" in changed
+    assert "No recommendation would change with the flagged cells included." in changed
+    rows = [ok(cell("a", 1), 2e-3), ok(cell("b", 1), 1e-3, others=1.9)]
+    changed = report_flags.section(Run(tmp_path, {}, frame(rows), verify("a", "b")))
+    assert "`table` medium float32 cpu 1 thread: **a**; with the flagged cells it would have " \
+           "been b" in changed
+
+    quiet = report_flags.section(Run(tmp_path, {}, frame([ok(cell("a", 1), 1e-3)]), verify("a")))
+    assert "None: every timed cell ran with the cores it needed" in quiet
