@@ -35,6 +35,11 @@ def section(run: Run, bench: Optional[pd.DataFrame] = None) -> str:
     marked = rows[flagged(rows) & rows["ok"]]
     invalid = rows[rows["status"] == "invalid"]
     blocks = [markdown.heading(2, TITLE), _rules()]
+    if not _load_recorded(rows) and invalid.empty:
+        return markdown.join(*blocks, "This run recorded no load around its cells (it predates "
+                             "load tracking): only the thread rule could flag its timings, and "
+                             + ("it flagged none." if marked.empty else
+                                f"it flagged {_cells(len(marked))} (listed in bench.csv)."))
     if marked.empty and invalid.empty:
         blocks.append(f"None: every timed cell ran with the cores it needed, no cell was over "
                       f"{THREAD_SLOWDOWN:g}x slower at more threads than at one, and every "
@@ -45,6 +50,10 @@ def section(run: Run, bench: Optional[pd.DataFrame] = None) -> str:
     if not invalid.empty:
         blocks += _invalid(invalid)
     return markdown.join(*blocks)
+
+
+def _load_recorded(rows: pd.DataFrame) -> bool:
+    return any(c in rows.columns and rows[c].notna().any() for c in ("others_busy", "load_after"))
 
 
 def _rules() -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness import io
-from harness.report import (advice, convention, device, extras, markdown, plots, positions, sections,
-                            side_by_side)
+from harness.report import (advice, convention, device, extras, flags, markdown, plots, positions,
+                            sections, side_by_side)
 from harness.report.accuracy import error_by_position
 from harness.report.answer import answers
 from harness.report.compare import MIN_SHARED_PCT, changes, require_overlap
@@ -79,7 +79,7 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
         sections.accuracy_vs_speed(trades, figures, out, convention.describe(name)),
         *(sections.workload(run, w, named[w], figures, out) for w in workloads),
         sections.change(changes(run.bench, base.bench), base) if base else "",
-        sections.noisy(run), sections.problems(run),
+        sections.noisy(run), sections.problems(run), flags.section(run, chosen),
         extras.conventions(run, out), extras.precision(run, out), extras.files(run, out),
         sections.environment(run))
 
