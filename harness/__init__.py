@@ -8,15 +8,15 @@ return a `Check`.
 
 from __future__ import annotations
 
-from harness.api import assert_callable, check_callable
-from harness.checks import Check
-from harness.convert import dtype_name, to_numpy
-from harness.plugins import PluginError, load_all, load_plugin
-from harness.reference import reference
-from harness.registry import REGISTRY, Implementation, register
-from harness.spec import Spec
-from harness.supports import Supports
-from harness.tolerance import tolerance
+from harness.core.api import assert_callable, check_callable
+from harness.core.checks import Check
+from harness.core.convert import dtype_name, to_numpy
+from harness.core.plugins import PluginError, load_all, load_plugin
+from harness.core.reference import reference
+from harness.core.registry import REGISTRY, Implementation, register
+from harness.core.spec import Spec
+from harness.core.supports import Supports
+from harness.core.tolerance import tolerance
 
 __all__ = [
     "Check", "Implementation", "PluginError", "Spec", "Supports", "assert_callable",

@@ -2,7 +2,7 @@
 
 Every verb shares --plugin, --only, --out and --quick; each verb lives in its
 own module with `configure(parser)` and `main(args, impls) -> exit code`.
-Exit codes (harness.exitcodes): 0 ok, 1 a finding (an implementation is
+Exit codes (harness.util.exitcodes): 0 ok, 1 a finding (an implementation is
 wrong), 2 a usage error, 3 the harness itself failed, 130 interrupted; every
 error is one line on stderr (a harness bug adds its traceback above it).
 """
@@ -16,7 +16,7 @@ import sys
 import traceback
 from typing import Sequence
 
-from harness import arguments, exitcodes, lifeline
+from harness.util import arguments, exitcodes, lifeline
 
 #: Where bench writes its runs, and `report` looks for them, unless --out says otherwise.
 DEFAULT_OUT = "results"
@@ -28,13 +28,13 @@ STANDALONE_VERBS = ("verify", "conventions", "precision")
 WRITING_VERBS = ("verify", "bench", "conventions", "precision")
 
 VERBS = {
-    "list": ("harness.listing", "show implementations, conventions and availability"),
-    "verify": ("harness.verify", "check every implementation against the float64 reference"),
+    "list": ("harness.verbs.listing", "show implementations, conventions and availability"),
+    "verify": ("harness.verbs.verify", "check every implementation against the float64 reference"),
     "bench": ("harness.bench.cli", "time implementations over a sweep (pytest-benchmark)"),
     "report": ("harness.report.cli", "rebuild report.md and plots from run directories"),
     "identify": ("harness.identify", "find the convention (Spec) that reproduces a saved table"),
-    "precision": ("harness.precision", "error vs position for each dtype and approach"),
-    "conventions": ("harness.convention_matrix", "which implementations produce the same table"),
+    "precision": ("harness.verbs.precision", "error vs position for each dtype and approach"),
+    "conventions": ("harness.verbs.convention_matrix", "which implementations produce the same table"),
 }
 
 
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lifeline.watch()          # started by bench (a post-step): die with it
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from harness import PluginError, implementations
-    from harness.isolate import HarnessFailure
+    from harness.core.isolate import HarnessFailure
 
     modules = _verb_modules()
     args = parse(modules, argv)

@@ -9,7 +9,7 @@ recurrences: one direct sin/cos per column per thread, then block after block
 (P, Q) <- (P cos Bw + Q sin Bw, Q cos Bw - P sin Bw); float64 drift after even
 10^4 rotations is ~1e-12, invisible in float32. `numba-angleadd-recycled` runs
 the same kernel into the memory of a table the caller has let go
-(harness.recycle), so a rebuilt table costs no page faults: ~1.4x a bare fill
+(harness.util.recycle), so a rebuilt table costs no page faults: ~1.4x a bare fill
 of reused memory, where the fresh designs sit near a fresh allocate-and-fill
 that is itself 2-4x that fill (docs/fast.md).
 
@@ -29,8 +29,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from harness import Spec, register
-from harness.memory import first_touch
-from harness.recycle import RecycledBuffers
+from harness.util.memory import first_touch
+from harness.util.recycle import RecycledBuffers
 from impls._assemble import EVERY_CONVENTION
 from impls.fast_tables import column_steps
 
@@ -147,7 +147,7 @@ def _warm(run, spec: Spec, x=None) -> None:
 
 
 def _outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.ndarray]:
-    """Each call's output buffer: fresh, or recycled (harness.recycle). New memory is faulted
+    """Each call's output buffer: fresh, or recycled (harness.util.recycle). New memory is faulted
     in by this thread before the parallel pass either way (`first_touch`)."""
     fresh = lambda: first_touch(np.empty(shape, dtype))   # noqa: E731
     return RecycledBuffers(shape, dtype, allocate=fresh).take if recycle else fresh

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness import Spec, register
-from harness.memory import first_touch
+from harness.util.memory import first_touch
 from impls._assemble import EVERY_CONVENTION
 from impls.fast_tables import column_steps, sincos_rows, to_columns
 

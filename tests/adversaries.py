@@ -11,9 +11,9 @@ from typing import Callable
 import numpy as np
 
 from harness import Spec, Supports
-from harness.recycle import RecycledBuffers
-from harness.reference import column_plan
-from harness.registry import Implementation
+from harness.core.reference import column_plan
+from harness.core.registry import Implementation
+from harness.util.recycle import RecycledBuffers
 
 INTERLEAVED_PAPER = Supports(layouts=("interleaved",))
 

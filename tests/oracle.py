@@ -1,6 +1,6 @@
 """An oracle for the sinusoidal table that shares no code with what it judges.
 
-The reference (harness.reference), the tolerance and the fast implementations
+The reference (harness.core.reference), the tolerance and the fast implementations
 each place columns and compute frequencies; if they shared that code with their
 test, one mistake would be in all of them and invisible. So this module writes
 the published formulas down again, on its own:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 
-from harness import verify
-from harness.cases import default_cases
 from harness.cli import main
+from harness.core.cases import default_cases
+from harness.verbs import verify
 from tests import adversaries
 
 CASES = default_cases()
@@ -65,7 +64,7 @@ def test_wrong_plugin_makes_verify_exit_1_and_names_it(tmp_path, capsys):
 def test_hanging_implementation_is_an_error_and_the_run_goes_on(tmp_path):
     import time
 
-    from harness.registry import Implementation
+    from harness.core.registry import Implementation
 
     def build(spec):
         def call():
@@ -82,7 +81,7 @@ def test_hanging_implementation_is_an_error_and_the_run_goes_on(tmp_path):
 
 
 def test_forward_that_caches_its_output_fails():
-    from harness.registry import Implementation
+    from harness.core.registry import Implementation
 
     def build(spec, x):
         out = x + adversaries.table(spec)[None]
@@ -95,7 +94,7 @@ def test_forward_that_caches_its_output_fails():
 
 
 def test_read_only_view_of_a_cached_table_fails():
-    from harness.registry import Implementation
+    from harness.core.registry import Implementation
 
     def build(spec):
         cached = adversaries.table(spec)
@@ -109,7 +108,7 @@ def test_read_only_view_of_a_cached_table_fails():
 
 
 def test_crashing_build_is_an_error_with_its_message():
-    from harness.registry import Implementation
+    from harness.core.registry import Implementation
 
     def build(spec):
         raise RuntimeError("cannot set up")

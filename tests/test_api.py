@@ -14,9 +14,9 @@ import pytest
 
 import harness
 from harness import Spec, assert_callable, check_callable
-from harness.checks import check
 from harness.cli import main
-from harness.registry import REGISTRY
+from harness.core.checks import check
+from harness.core.registry import REGISTRY
 from tests import adversaries
 
 SPEC = Spec(2000, 64)

@@ -13,8 +13,8 @@ from harness import backends, implementations
 from harness.backends.base import Backend
 from harness.bench import env, threads
 from harness.bench.roofs import ROOF_REGISTRY
-from harness.checks import poison
-from harness.convert import to_numpy
+from harness.core.checks import poison
+from harness.core.convert import to_numpy
 
 
 def test_every_builtin_backend_has_an_adapter():

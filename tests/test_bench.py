@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from harness import cli
-from harness.bench import journal
+from harness.runs import journal
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = Path(__file__).resolve().parent / "bench_plugins"

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from harness.backends import host
-from harness.bench import budget, journal, peak, results
+from harness.bench import budget, peak
 from harness.bench.cells import Cell, Outcome, choose_convention, row
 from harness.bench.grid import Grid, choose, plan
 from harness.bench.settings import Limits, Timing
 from harness.bench.supervisor import describe_exit
-from harness.registry import Registry
-from harness.supports import Supports
+from harness.core.registry import Registry
+from harness.core.supports import Supports
+from harness.runs import journal, results
 
 TIMING = Timing(max_time=0.1, min_rounds=5)
 

@@ -21,12 +21,13 @@ import pandas as pd
 import pytest
 
 from harness import Spec
-from harness.bench import contention, journal, results, validity
+from harness.bench import contention, validity
 from harness.bench.cells import STATUSES, Cell, Outcome, row
 from harness.bench.measure import measure
-from harness.recycle import RecycledBuffers
-from harness.registry import Implementation
+from harness.core.registry import Implementation
 from harness.report import recommend
+from harness.runs import journal, results
+from harness.util.recycle import RecycledBuffers
 from tests.adversaries import table as correct_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,7 +256,7 @@ def test_invalid_is_a_status_and_not_ok_in_the_table_and_the_recommendation():
 def test_recycled_and_angle_addition_builders_are_not_lookups():
     pytest.importorskip("numba")
     from harness import implementations
-    from harness.registry import REGISTRY
+    from harness.core.registry import REGISTRY
 
     implementations()
     for name in ("numba-angleadd", "numba-angleadd-f64", "numba-angleadd-recycled"):

@@ -11,7 +11,7 @@ import pytest
 
 from harness import implementations
 from harness.cli import main
-from harness.spec import SPEC_FIELDS
+from harness.core.spec import SPEC_FIELDS
 
 
 def test_list_shows_every_backend_and_availability(capsys):
@@ -96,7 +96,7 @@ def test_out_naming_a_file_is_one_line(verb, tmp_path, capsys):
 
 
 def test_out_in_a_read_only_place_is_one_line(capsys):
-    from harness.arguments import writable_dir
+    from harness.util.arguments import writable_dir
 
     try:
         writable_dir("/sys/pe-harness-out")
@@ -131,12 +131,12 @@ def test_a_plugin_whose_own_import_fails_says_which(tmp_path, capsys):
 
 
 def test_a_harness_bug_exits_3_not_1(monkeypatch, capsys):
-    import harness.listing
+    import harness.verbs.listing
 
     def broken(args, impls):
         raise RuntimeError("deliberate bug")
 
-    monkeypatch.setattr(harness.listing, "main", broken)
+    monkeypatch.setattr(harness.verbs.listing, "main", broken)
     assert main(["list"]) == 3
     err = capsys.readouterr().err
     assert "Traceback" in err

@@ -2,7 +2,7 @@
 docs/conventions.md, is the Spec it maps to, and its registered implementation reproduces it.
 
 The loops are deliberately naive (one `math.sin` per element), independent of impls/ and of
-harness.reference, so a wrong mapping in either shows up here.
+harness.core.reference, so a wrong mapping in either shows up here.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import impls.library_conventions as lib
-from harness.checks import check
-from harness.reference import reference
-from harness.registry import REGISTRY
-from harness.spec import Spec
-from harness.tolerance import tolerance
+from harness.core.checks import check
+from harness.core.reference import reference
+from harness.core.registry import REGISTRY
+from harness.core.spec import Spec
+from harness.core.tolerance import tolerance
 
 
 def _rows(positions: Iterable[int], width: int, cell) -> np.ndarray:

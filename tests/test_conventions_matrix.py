@@ -8,10 +8,10 @@ import argparse
 import numpy as np
 
 import impls.library_conventions  # noqa: F401  (registers the lib-* conventions)
-from harness import convention_matrix as cm
-from harness.reference import reference
-from harness.registry import REGISTRY, Implementation
-from harness.supports import Supports
+from harness.core.reference import reference
+from harness.core.registry import REGISTRY, Implementation
+from harness.core.supports import Supports
+from harness.verbs import convention_matrix as cm
 
 NAMES = ["lib-tensor2tensor", "lib-whisper", "lib-xlm", "lib-keras-hub", "lib-marian",
          "numpy-stack", "numpy-cat"]

@@ -18,10 +18,10 @@ from harness.bench import modes
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.grid import Grid, plan
 from harness.bench.measure import measure
-from harness.bench.results import tidy
 from harness.bench.settings import Timing
-from harness.registry import Registry
+from harness.core.registry import Registry
 from harness.report import device
+from harness.runs.results import tidy
 
 
 class Counter:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from harness import Spec, reference
-from harness.checks import check
-from harness.registry import REGISTRY
+from harness.core.checks import check
+from harness.core.registry import REGISTRY
 from impls import fast_tensorflow  # noqa: F401  (registers)
 from impls.fast_tensorflow import BLOCK
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from harness import Spec, reference
-from harness.checks import check
-from harness.registry import REGISTRY
+from harness.core.checks import check
+from harness.core.registry import REGISTRY
 from impls import fast_torch  # noqa: F401  (registers)
 from impls.fast_torch import BLOCK, SLAB_BLOCKS
 

@@ -7,7 +7,7 @@ import pytest
 
 from harness import backends
 from harness.backends import cuda_driver
-from harness.convert import to_numpy
+from harness.core.convert import to_numpy
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(cuda_driver.problem() is not None,

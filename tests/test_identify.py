@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from harness.cli import main as cli
+from harness.core.reference import reference
+from harness.core.spec import Spec
 from harness.identify import from_array, identify
-from harness.reference import reference
-from harness.spec import Spec
 from tests.test_conventions import CASE_IDS, LIBRARY_CASES
 
 

@@ -17,10 +17,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from harness import memory
 from harness.cli import main as cli
-from harness.reference import reference
-from harness.spec import Spec
+from harness.core.reference import reference
+from harness.core.spec import Spec
+from harness.util import memory
 
 #: 34.4 MB in float32; its float64 reference (68.8 MB) is above the size a Spec checks memory for.
 SPEC = Spec(4200, 2048, layout="concat", freq_shift=1)

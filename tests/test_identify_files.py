@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from harness.cli import main as cli
-from harness.reference import reference
-from harness.spec import Spec
+from harness.core.reference import reference
+from harness.core.spec import Spec
 
 PE = Spec(200, 64, layout="concat")
 

@@ -71,8 +71,8 @@ def test_width_rounded_up_to_even_is_base_10000_with_a_half_shift(tmp_path, caps
 
 
 def test_a_plain_table_has_no_alternatives(tmp_path, capsys):
-    from harness.reference import reference
-    from harness.spec import Spec
+    from harness.core.reference import reference
+    from harness.core.spec import Spec
 
     rc, found = identify_json(tmp_path, capsys, reference(Spec(300, 64)).astype(np.float32))
     assert rc == 0 and found["alternatives"] == []

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from harness import implementations
-from harness.cases import default_cases
-from harness.checks import check
+from harness.core.cases import default_cases
+from harness.core.checks import check
 
 CASES = default_cases()
 IMPLS = implementations()

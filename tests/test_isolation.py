@@ -13,9 +13,11 @@ import math
 import pandas as pd
 import pytest
 
-from harness import convention_matrix, isolate, load_plugin, precision, verify
+from harness import load_plugin
 from harness.cli import main
-from harness.registry import REGISTRY
+from harness.core import isolate
+from harness.core.registry import REGISTRY
+from harness.verbs import convention_matrix, precision, verify
 
 CRASHY = '''
 import ctypes, os

@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.bench import journal, post
+from harness.bench import post
+from harness.runs import journal
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = '''

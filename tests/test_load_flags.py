@@ -11,7 +11,7 @@ import math
 import pandas as pd
 import pytest
 
-from harness.bench import contention, results
+from harness.bench import contention
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.measure import measure
 from harness.bench.progress import Progress
@@ -20,6 +20,8 @@ from harness.report import flags as report_flags
 from harness.report.compare import changes, overlap, slower
 from harness.report.load import Run
 from harness.report.recommend import recommend
+from harness.runs import flags as flag_rules
+from harness.runs import results
 from tests.test_bench_validity import FakeBenchmark, builds_fresh, fixed_meter, impl_of
 
 Sample = contention.Sample
@@ -72,7 +74,7 @@ def test_every_measured_row_records_the_load_around_the_cell():
     assert outcome.status == "ok"
     assert (outcome.load_before, outcome.load_after, outcome.cores) == (1.5, 2.5, 2)
     assert outcome.others_busy == pytest.approx(0.9)      # (1.8 busy - 0.9 ours) / 1 s
-    assert contention.load_flag(row(two_threads, outcome)).startswith("load: 0.9 cores busy")
+    assert flag_rules.load_flag(row(two_threads, outcome)).startswith("load: 0.9 cores busy")
 
 
 def test_a_real_sample_is_sane():

@@ -17,16 +17,16 @@ import numpy as np
 import pytest
 
 from harness import Spec, reference
-from harness.reference import column_plan, inv_freq
-from harness.spec import LAYOUTS
-from harness.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps, tolerance
+from harness.core.reference import column_plan, inv_freq
+from harness.core.spec import LAYOUTS
+from harness.core.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps, tolerance
 from impls import numba_impls
 from impls._assemble import assemble
 from impls._device_columns import frequencies_and_phases
 from impls.fast_tables import column_steps
 from tests import oracle
 
-reference_module = importlib.import_module("harness.reference")   # harness.reference is the function
+reference_module = importlib.import_module("harness.core.reference")   # harness.core.reference is the function
 EPS64 = 2.0**-52
 #: Fields other than the placement ones, cycled over the specs so every kind of angle shows up.
 EXTRAS = [dict(), dict(offset=3, base=500.0), dict(scale=2.5, offset=1000, dtype="float64")]

@@ -9,8 +9,8 @@ import math
 import pytest
 
 import impls.library_conventions  # noqa: F401  (registers lib-xlm)
-from harness import precision
-from harness.registry import REGISTRY
+from harness.core.registry import REGISTRY
+from harness.verbs import precision
 
 
 @pytest.fixture(scope="module")

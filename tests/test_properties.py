@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import Spec, reference, to_numpy
-from harness.registry import REGISTRY
+from harness.core.registry import REGISTRY
 from tests import oracle
 
 SPECS = st.builds(

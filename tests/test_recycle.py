@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from harness import recycle
-from harness.recycle import RecycledBuffers
+from harness.util import recycle
+from harness.util.recycle import RecycledBuffers
 
 
 def _address(a: np.ndarray) -> int:

@@ -12,7 +12,7 @@ import pytest
 import harness
 from harness import PluginError, Spec, Supports, implementations, register
 from harness.cli import main
-from harness.registry import REGISTRY, Registry
+from harness.core.registry import REGISTRY, Registry
 
 EXAMPLE = Path(__file__).parent / "example_plugin"
 BACKENDS = {"python", "numpy", "numba", "tensorflow", "torch"}
@@ -128,7 +128,7 @@ def test_plugin_from_entry_point(tmp_path, monkeypatch, clean_registry):
     (dist / "entry_points.txt").write_text("[pe_harness.impls]\nexample = pe_harness_example\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(EXAMPLE))
-    names = harness.plugins.load_entry_points()
+    names = harness.core.plugins.load_entry_points()
     assert "example" in names
     impl = REGISTRY.get("example-entry-point")
     out = impl.build(Spec(5, 8))()

@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.core.spec import Spec
 from harness.report import REGIMES, build, load_run, pipeline, recommend
 from harness.report.frontier import pareto, tradeoff
 from harness.report.recommend import regime_of
-from harness.spec import Spec
 
 NS_PER_ELEMENT = {"seed-numpy-stack": 10.0, "seed-torch-stack": 12.0, "mid-good": 3.0,
                   "fast-good": 1.0, "fastest-wrong": 0.5, "slow-loops": 400.0,

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
+from harness.core.spec import Spec
 from harness.report import build, load_run, positions
 from harness.report.measures import baselines, usual
-from harness.spec import Spec
-from tests.test_report import (SMALL, bench_rows, keyed_rows, no_plots, section,  # noqa: F401
-                               verify_rows, write_run)
+from tests.test_report import (SMALL, bench_rows, keyed_rows, no_plots, section, verify_rows,  # noqa: F401
+                               write_run)
 
 
 @pytest.fixture

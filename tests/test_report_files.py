@@ -1,4 +1,4 @@
-"""Files as a user finds them: modes of what harness.io writes, and the commit env.json records."""
+"""Files as a user finds them: modes of what harness.util.io writes, and the commit env.json records."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from harness import io
 from harness.bench import env
+from harness.util import io
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 
 import harness.cli
 import harness.report.cli
-from harness.bench import journal, results
 from harness.report import build, load_run, newest_run
+from harness.runs import journal, results
 from tests.test_report import SMALL, bench_rows, no_plots, section, write_run  # noqa: F401
 
 GOOD_REPORT = "# a good report from before\n"

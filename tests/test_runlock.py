@@ -17,9 +17,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import runlock
-from harness.bench import env, journal, sweep
-from harness.lifeline import Lifeline
+from harness.bench import env, sweep
+from harness.runs import journal
+from harness.util import runlock
+from harness.util.lifeline import Lifeline
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--no-post", "--threads", "1", "--dtypes", "float32", "--workloads", "table",
@@ -107,7 +108,7 @@ def test_a_second_lock_is_refused_until_the_first_is_released(tmp_path):
 def test_a_lock_left_by_a_dead_process_does_not_block(tmp_path):
     (tmp_path / runlock.FILENAME).write_text("pid 999999, started 00:00:00: bench\n")
     child = subprocess.run([sys.executable, "-c", (
-        "import sys; from harness.runlock import RunLock; "
+        "import sys; from harness.util.runlock import RunLock; "
         f"RunLock({str(tmp_path)!r}); sys.exit(0)    # dies holding it")], cwd=ROOT, timeout=60)
     assert child.returncode == 0
     with runlock.RunLock(tmp_path) as lock:
@@ -144,8 +145,8 @@ def test_two_runs_in_the_same_second_get_their_own_directories(tmp_path, monkeyp
 
 LIFELINE_PARENT = '''
 import os, subprocess, sys, time
-from harness.lifeline import Lifeline
-CHILD = "import harness.lifeline as l, time; %s; l.watch(); time.sleep(60)"
+from harness.util.lifeline import Lifeline
+CHILD = "import harness.util.lifeline as l, time; %s; l.watch(); time.sleep(60)"
 lines = []
 for patch in ("pass", "l._ask_kernel = lambda: None"):   # both mechanisms, then the pipe alone
     lines.append(Lifeline())                             # open until this process dies
@@ -179,6 +180,6 @@ def test_a_lifeline_is_only_watched_by_the_child_it_was_made_for():
     with Lifeline() as line:
         assert line.env["PE_HARNESS_LIFELINE"].startswith(f"{os.getpid()}:")
         assert len(line.fds) == 1
-    import harness.lifeline as lifeline
+    import harness.util.lifeline as lifeline
 
     assert lifeline.watch() is False      # not started with one: nothing to watch

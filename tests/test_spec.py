@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-import numpy as np
-
-from harness import Spec, memory, reference
+from harness import Spec, reference
+from harness.util import memory
 
 
 @pytest.mark.parametrize("kwargs, field", [

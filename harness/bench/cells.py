@@ -11,24 +11,14 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Optional
 
-from harness.registry import Implementation
-from harness.spec import Spec
+from harness.core.conventions import CONVENTIONS
+from harness.core.registry import Implementation
+from harness.core.spec import Spec
 
 #: ok: timed; invalid: ran, but its result is not a valid table or its callable is a lookup
 #: (harness.bench.validity), so it was not timed; error, timeout: it failed or hung; skip: not run.
 STATUSES = ("ok", "invalid", "error", "timeout", "skip")
 
-#: Conventions a bench cell may use, in order of preference: the first one an
-#: implementation supports is timed (the concat-only seeds need t2t's schedule).
-CONVENTIONS: dict[str, dict[str, Any]] = {
-    "paper": {},
-    "concat": {"layout": "concat"},
-    "t2t": {"layout": "concat", "freq_shift": 1},
-    "fairseq": {"layout": "concat", "freq_shift": 1, "offset": 2},
-    "shift1": {"freq_shift": 1},
-    "diffusers-flip": {"layout": "concat", "freq_shift": 1, "cos_first": True},
-    "cos-first": {"cos_first": True},
-}
 
 
 @dataclass(frozen=True)

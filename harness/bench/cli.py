@@ -17,11 +17,11 @@ import os
 import sys
 from collections import Counter
 
-from harness import exitcodes
 from harness.bench import options, post, sweep
 from harness.bench.grid import choose, plan
-from harness.bench.results import FILENAME as CSV
-from harness.registry import Implementation
+from harness.core.registry import Implementation
+from harness.runs.results import FILENAME as CSV
+from harness.util import exitcodes
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -20,8 +20,9 @@ from typing import Any, Optional, Sequence
 
 import psutil
 
-from harness import backends, io
+from harness import backends
 from harness.backends import cuda_driver
+from harness.util import io
 
 FILENAME = "env.json"
 #: label: distributions that provide it, first found wins; the backends' come from their adapters

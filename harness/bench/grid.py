@@ -18,7 +18,7 @@ from harness import backends
 from harness.bench.cells import Cell, choose_convention
 from harness.bench.modes import MODES, QUICK_MODES, modes_for
 from harness.bench.roofs import roofs_for
-from harness.registry import WORKLOADS, Implementation
+from harness.core.registry import WORKLOADS, Implementation
 
 DEFAULT_LENGTHS = (64, 512, 4096, 8192, 65536)
 DEFAULT_D_MODELS = (64, 256, 1024, 4096)

@@ -25,8 +25,8 @@ from typing import Any
 from harness.bench import contention, modes, peak, validity
 from harness.bench.cells import Cell, Outcome
 from harness.bench.settings import Timing
-from harness.checks import forward_input, poison
-from harness.registry import Implementation
+from harness.core.checks import forward_input, poison
+from harness.core.registry import Implementation
 
 MAX_REASON = 300
 

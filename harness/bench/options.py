@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness.arguments import at_least as _at_least
-from harness.arguments import positive_seconds as _positive
-from harness.bench import journal
-from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
-                                DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
+from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS, DEVICE_DTYPES,
+                                QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
 from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
-from harness.registry import WORKLOADS
-from harness.spec import DTYPES
+from harness.core.registry import WORKLOADS
+from harness.core.spec import DTYPES
+from harness.runs import journal
+from harness.util.arguments import at_least as _at_least
+from harness.util.arguments import positive_seconds as _positive
 
 NEWEST = "newest"
 TIMING, LIMITS = Timing(), Limits()

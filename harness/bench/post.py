@@ -2,15 +2,16 @@
 
 Each verb runs as `python -m harness VERB --out RUN_DIR` with the sweep's
 --plugin/--only/--quick, in its own process and log, tied to bench by
-harness.lifeline and holding the run's lock. Verify isolates the
+harness.util.lifeline and holding the run's lock. Verify isolates the
 implementations itself, so a step that still fails is the harness's failure:
 exit code 0 is "ok", 1 (verify found wrong implementations: the report shows
 them) is "found", anything else is "failed". The next step still runs,
 because the timings are already safe on disk. Before the report is built,
 `post_failures.json` lists the failed steps (an empty list when none failed),
 so the report can name them at its top; `bench` then exits 3. The report
-needs verify.csv ("passes verify"), so it comes last, built in-process by
-`harness.report.build`; post.json records every step.
+needs verify.csv ("passes verify"), so it comes last, as `python -m harness
+report RUN_DIR` like the others (no verb imports another); post.json records
+every step.
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness import exitcodes, io, lifeline
-from harness.isolate import describe_exit
+from harness.core.isolate import describe_exit
+from harness.util import exitcodes, io, lifeline
 
 FILENAME = "post.json"
 #: [{"step": "verify", "status": "failed", "detail": "exited with code 3",
 #:   "log": "logs/post-verify.log"}], the log relative to the run directory; [] when none failed
 FAILURES = "post_failures.json"
-#: What runs after a sweep, in order (the report, built in-process, comes last)
+#: What runs after a sweep, in order (the report comes after them)
 VERBS = ("verify", "conventions", "precision")
 FAILED = ("failed", "error")
 
@@ -54,7 +55,8 @@ class Step:
 
 def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[str],
              quick: bool, keep_fds: Sequence[int] = ()) -> Step:
-    argv = [sys.executable, "-m", "harness", verb, "--out", str(run_dir)]
+    target = [str(run_dir)] if verb == "report" else []      # report reads the run it writes to
+    argv = [sys.executable, "-m", "harness", verb, *target, "--out", str(run_dir)]
     argv += [a for p in plugins for a in ("--plugin", p)]
     argv += [a for g in only for a in ("--only", g)]
     argv += ["--quick"] if quick else []
@@ -79,17 +81,6 @@ def _env(line: lifeline.Lifeline) -> dict[str, str]:
     return {**os.environ, **line.env}
 
 
-def build_report(run_dir: Path) -> Step:
-    from harness import report   # pandas and matplotlib: only when a report is built
-
-    start = time.monotonic()
-    try:
-        path = report.build([run_dir])
-    except Exception as exc:
-        return Step("report", "error", f"{type(exc).__name__}: {exc}", time.monotonic() - start)
-    return Step("report", "ok", "", time.monotonic() - start, str(path))
-
-
 def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: bool,
             keep_fds: Sequence[int] = (), verbs: Optional[Sequence[str]] = None) -> list[Step]:
     """Every post-step in order, each printed as it ends; post_failures.json before the report,
@@ -100,7 +91,7 @@ def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: b
         steps.append(run_verb(verb, run_dir, plugins, only, quick, keep_fds))
         _print(steps[-1])
     write_failures(run_dir, steps)
-    steps.append(build_report(run_dir))
+    steps.append(run_verb("report", run_dir, plugins, only, quick, keep_fds))
     _print(steps[-1])
     write_failures(run_dir, steps)
     io.write_text(run_dir / FILENAME, json.dumps([asdict(s) for s in steps], indent=2) + "\n")

@@ -12,8 +12,8 @@ import math
 import time
 from typing import Any
 
-from harness.bench.contention import Running
-from harness.units import NOISY_IQR, seconds
+from harness.runs.flags import Running
+from harness.util.units import NOISY_IQR, seconds
 
 
 def duration(seconds: float) -> str:

@@ -15,11 +15,11 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from harness.memory import first_touch
-from harness.recycle import RecycledBuffers
-from harness.registry import Implementation, Registry
-from harness.spec import Spec
-from harness.supports import Supports
+from harness.core.registry import Implementation, Registry
+from harness.core.spec import Spec
+from harness.core.supports import Supports
+from harness.util.memory import first_touch
+from harness.util.recycle import RecycledBuffers
 
 ROOF_REGISTRY = Registry()
 NUMPY_DTYPES = Supports(dtypes=("float16", "float32", "float64"))
@@ -113,7 +113,7 @@ _register_torch_roofs()
 
 
 def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
-    """A roof that writes into memory let go by the previous call (harness.recycle): the limit
+    """A roof that writes into memory let go by the previous call (harness.util.recycle): the limit
     without page faults, which malloc gives every allocation below 32 MiB anyway and
     RecycledBuffers gives at any size. `write_into(spec[, x])` runs untimed and returns the
     write of one output into a given buffer."""

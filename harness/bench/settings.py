@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
 
-from harness import io
 from harness.bench.cells import Cell
+from harness.util import io
 
 
 @dataclass(frozen=True)

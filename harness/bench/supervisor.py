@@ -2,7 +2,7 @@
 
 The worker is `python -m pytest suite.py -p harness.bench.worker` in a new
 session (its own process group, so it can be killed whole and a Ctrl-C at the
-terminal reaches only the parent), tied to the parent by harness.lifeline (it
+terminal reaches only the parent), tied to the parent by harness.util.lifeline (it
 dies when the parent does, even by SIGKILL) and holding the run's lock (so a
 --resume cannot start beside a worker that is still measuring). The parent
 polls three files: the journal (finished cells), the heartbeat (the cell now
@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import harness
-from harness import io, lifeline
-from harness.bench import journal
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.settings import Limits, Timing, WorkerConfig
 from harness.bench.threads import thread_env
 from harness.bench.worker import CONFIG_ENV
-from harness.isolate import describe_exit
+from harness.core.isolate import describe_exit
+from harness.runs import journal
+from harness.util import io, lifeline
 
 __all__ = ["Group", "Supervisor", "describe_exit", "unique_path"]
 

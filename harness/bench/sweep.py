@@ -18,15 +18,17 @@ from typing import Any, Iterable, Optional, Sequence
 
 import pandas as pd
 
-from harness.bench import contention, env, journal, results, validity
+from harness.bench import env, validity
 from harness.bench.budget import BUDGET_PREFIX
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.grid import Plan, plan
 from harness.bench.options import SweepOptions
 from harness.bench.progress import Progress
 from harness.bench.supervisor import Group, Supervisor
-from harness.registry import Implementation
-from harness.runlock import RunLock, create_unique
+from harness.core.registry import Implementation
+from harness.runs import flags as flag_rules
+from harness.runs import journal, results
+from harness.util.runlock import RunLock, create_unique
 
 CSV_EVERY_S = 5.0
 
@@ -51,7 +53,7 @@ def groups(cells: Iterable[Cell]) -> list[Group]:
 
 def open_run(opts: SweepOptions, argv: Sequence[str], cores: int) -> RunDir:
     """A new run directory with its env.json, or the one --resume names; locked either way
-    (harness.runlock: a resume while the run still lives is refused)."""
+    (harness.util.runlock: a resume while the run still lives is refused)."""
     path = opts.resume if opts.resume is not None else create_unique(opts.out, env.run_id())
     lock = RunLock(path, argv)
     try:
@@ -140,7 +142,7 @@ def closing(frame: pd.DataFrame) -> list[str]:
                      "with a result that is not a fresh, finite table of the right shape and "
                      "dtype): see `reason` in bench.csv")
     if len(frame):
-        lines.append(contention.summary(frame))
+        lines.append(flag_rules.summary(frame))
     return lines
 
 

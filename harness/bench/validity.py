@@ -6,7 +6,7 @@ needs the float64 reference (that is verify's job); one that fails is an
 
 1. **The result** of the first call (`output_problem`) is an array of the
    cell's shape ([length, d_model], or [batch, length, d_model] for `forward`)
-   and dtype holding only finite values: `harness.checks.well_formed`, the
+   and dtype holding only finite values: `harness.core.checks.well_formed`, the
    cheap half of verify's comparison. None, a list, a wrong shape or dtype and
    NaN are caught here.
 2. **A fresh result on every call** (`stale_problem`): the first result is
@@ -26,7 +26,7 @@ needs the float64 reference (that is verify's job); one that fails is an
    of rows (table-sized only while the table is one block long). Forward
    implementations keep their table by design (the rule is the `table`
    workload's only), and roofs are the harness's own. A recycler
-   (`harness.recycle`) keeps buffers, but allocates them at call time, so the
+   (`harness.util.recycle`) keeps buffers, but allocates them at call time, so the
    `-recycled` builders keep nothing at setup and are not flagged.
 
 Every row records `retains_bytes`, for tables and forwards alike.
@@ -49,8 +49,9 @@ except ImportError:   # NumPy < 2
     from numpy import byte_bounds
 
 from harness.bench.cells import Cell
-from harness.checks import same_buffer, well_formed
-from harness.registry import Implementation
+from harness.core.checks import same_buffer, well_formed
+from harness.core.registry import Implementation
+from harness.runs.flags import LOOKUP
 
 #: Breadth-first limits of the reachability walk: how deep from the callable, how many
 #: objects in all, and how many items of one container (a cache of many tables needs
@@ -65,7 +66,6 @@ GROWTH_LENGTHS = 4
 GROWTH_MIN_LENGTH = 1024
 GROWTH_SHARE = 0.5
 #: How every lookup's reason ends, so that reports can tell lookups from broken results.
-LOOKUP = "a lookup, not a table build"
 
 _LEAVES = (str, int, float, complex, bool, type(None), type, types.ModuleType, types.CodeType,
            types.FrameType, types.BuiltinFunctionType, types.MethodWrapperType,

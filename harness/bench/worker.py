@@ -18,13 +18,15 @@ from typing import Any
 
 import pytest
 
-from harness import implementations, io
-from harness.bench import budget, journal, modes, threads
+from harness import implementations
+from harness.bench import budget, modes, threads
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.measure import error_reason, measure
 from harness.bench.roofs import ROOF_REGISTRY
 from harness.bench.settings import WorkerConfig
-from harness.registry import REGISTRY, Implementation
+from harness.core.registry import REGISTRY, Implementation
+from harness.runs import journal
+from harness.util import io
 
 CONFIG_ENV = "PE_HARNESS_BENCH_CONFIG"
 WORKER = pytest.StashKey["Worker"]()

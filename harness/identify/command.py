@@ -15,16 +15,16 @@ import json
 import math
 from typing import Any, Sequence
 
-from harness import tables
+from harness.core.registry import Implementation
+from harness.core.selection import LIBRARY_PREFIX
+from harness.core.spec import SPEC_FIELDS, Spec
 from harness.identify.check import Candidate
 from harness.identify.files import Stored, open_file
 from harness.identify.load import LoadedTable, from_array
 from harness.identify.search import Identification, identify
-from harness.registry import Implementation
-from harness.spec import SPEC_FIELDS, Spec
+from harness.util import tables
 
 #: Registered implementations named so reproduce a real library's convention (impls/).
-LIBRARY_PREFIX = "lib-"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

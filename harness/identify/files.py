@@ -21,8 +21,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from harness import memory
 from harness.identify import checkpoints
+from harness.util import memory
 
 SUFFIXES = (".npy", ".npz", ".pt", ".pth", ".bin", ".safetensors", ".h5", ".csv")
 TORCH_SUFFIXES = (".pt", ".pth", ".bin")

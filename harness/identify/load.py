@@ -56,7 +56,7 @@ def load(path: str | Path, key: Optional[str] = None) -> LoadedTable:
 
 def from_array(raw: Any, source: str = "array", dtype: Optional[str] = None) -> LoadedTable:
     """Validate and flatten an array-like (NumPy or torch) into a LoadedTable."""
-    from harness.convert import dtype_name, to_numpy
+    from harness.core.convert import dtype_name, to_numpy
 
     stored = dtype if dtype is not None else dtype_name(raw)
     arr = to_numpy(raw)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.core.spec import Spec
 from harness.identify.amplitude import Amplitude
 from harness.identify.check import Context
 from harness.identify.load import LoadedTable
-from harness.spec import Spec
 
 AMPLITUDE_ORIGINS = {
     "d_model ** -0.5": "x-transformers' ScaledSinusoidalEmbedding starts at dim ** -0.5",

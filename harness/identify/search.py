@@ -22,8 +22,10 @@ from typing import Optional
 
 import numpy as np
 
+from harness.core.spec import MAX_POSITION, Spec
+from harness.core.tolerance import eps
 from harness.identify.amplitude import Amplitude, find_amplitude
-from harness.identify.check import (CHECK_ROWS, Candidate, Context, check_ends, compare)
+from harness.identify.check import CHECK_ROWS, Candidate, Context, check_ends, compare
 from harness.identify.law import DEFAULT_BASE, Law, candidates, fit_rate
 from harness.identify.load import LoadedTable, row_peaks
 from harness.identify.notes import match_notes, table_notes
@@ -31,8 +33,6 @@ from harness.identify.offset import find_offsets
 from harness.identify.structure import (Plan, describe_permutation, pair_columns, pair_residual,
                                         plan_residual, spec_plans)
 from harness.identify.track import Track, track
-from harness.spec import MAX_POSITION, Spec
-from harness.tolerance import eps
 
 NOISE_CEILING = 0.05        # a pair further off the unit circle is no pair (bfloat16 is ~0.01)
 PRECISIONS = ("float64", "float32", "float16", "bfloat16")   # by growing eps

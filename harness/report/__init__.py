@@ -11,9 +11,9 @@ accuracy (verify verdicts), recommend, frontier (accuracy vs speed), compare
 
 from __future__ import annotations
 
-from harness.report.pipeline import build
 from harness.report.compare import Change, changes, slower
 from harness.report.load import Run, load_run, newest_run
+from harness.report.pipeline import build
 from harness.report.recommend import REGIMES, Recommendation, recommend
 
 __all__ = ["Change", "REGIMES", "Recommendation", "Run", "build", "changes", "load_run",

@@ -13,8 +13,8 @@ from typing import Optional
 
 import pandas as pd
 
+from harness.core.cases import LONG_POSITIONS
 from harness.report import fmt
-from harness.verify import LONG_POSITIONS
 
 BAD = ("fail", "error")
 

@@ -19,13 +19,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.registry import Implementation
-from harness.report.pipeline import build
-from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_shared, check_pct,
-                                    overlap, slower)
+from harness.core.registry import Implementation
 from harness.report import convention
+from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_shared, check_pct, overlap,
+                                    slower)
 from harness.report.load import load_run, newest_run
 from harness.report.measures import DEFAULT_BASELINES, DEVICE_BASELINES
+from harness.report.pipeline import build
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from harness.bench.contention import flagged
 from harness.report import fmt
 from harness.report.load import CELL
 from harness.report.measures import timed
+from harness.runs.flags import flagged
 
 
 @dataclass(frozen=True)

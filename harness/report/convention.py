@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional
 import pandas as pd
 
 # The named conventions a bench cell is timed in; the report recommends within one of them.
-from harness.bench.cells import CONVENTIONS
+from harness.core.conventions import CONVENTIONS
 
 PAPER = "paper"
 #: The Spec fields that make two tables of one shape different tables (base and scale are

@@ -16,12 +16,11 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from harness.bench.contention import LOAD_MARGIN, THREAD_SLOWDOWN, flagged, kinds
-from harness.bench.validity import LOOKUP
 from harness.report import fmt, markdown
 from harness.report.load import Run
 from harness.report.measures import timed
 from harness.report.recommend import Recommendation, recommend
+from harness.runs.flags import LOAD_MARGIN, LOOKUP, THREAD_SLOWDOWN, flagged, kinds
 
 MAX_LISTED = 40
 TITLE = "Flagged and invalid cells"

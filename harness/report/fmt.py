@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 
-from harness import units
-
+from harness.util import units
 
 
 def _missing(value: float | None) -> bool:
@@ -16,7 +15,7 @@ def _missing(value: float | None) -> bool:
 
 
 def time(seconds: float | None) -> str:
-    """'84.1 ms': the same units as the progress lines (harness.units)."""
+    """'84.1 ms': the same units as the progress lines (harness.util.units)."""
     return units.seconds(seconds)
 
 

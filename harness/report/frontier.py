@@ -15,10 +15,10 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
+from harness.core.cases import LONG_POSITIONS
 from harness.report import fmt
 from harness.report.accuracy import Accuracy, long_accuracy, verdict
 from harness.report.measures import speedup, timed
-from harness.verify import LONG_POSITIONS
 
 REFERENCE = (8192, 1024)
 ACCURACY_DTYPE = "float32"

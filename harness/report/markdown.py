@@ -1,6 +1,6 @@
 """Markdown building blocks: frames as tables, headings, links, images and embedded documents.
 
-Tables go through `harness.tables.markdown`, the project's one renderer; this
+Tables go through `harness.util.tables.markdown`, the project's one renderer; this
 module only adapts pandas frames to it and keeps every link relative to the
 report, so a report directory can be moved or committed as it is.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import tables
+from harness.util import tables
 
 
 def table(frame: pd.DataFrame, index: bool = True) -> str:

@@ -12,8 +12,8 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from harness import units
 from harness.report.load import TASK
+from harness.util import units
 
 #: The default baseline of each workload: the seed NumPy table and the NumPy `x + PE`.
 DEFAULT_BASELINES: Mapping[str, str] = {"table": "seed-numpy-stack", "forward": "numpy-forward"}

@@ -9,18 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness import io
-from harness.report import (advice, convention, device, extras, flags, markdown, plots, positions,
-                            sections, side_by_side)
+from harness.report import (advice, convention, device, extras, flags, markdown, plots, positions, sections,
+                            side_by_side)
 from harness.report.accuracy import error_by_position
 from harness.report.answer import answers
 from harness.report.compare import MIN_SHARED_PCT, changes, require_overlap
 from harness.report.figures import palette
 from harness.report.frontier import ACCURACY_DTYPE, Tradeoff, reference_size, tradeoff
 from harness.report.load import Run, load_run
-from harness.report.measures import (DEFAULT_BASELINES, SEED_000, baselines, dtype_order, timed,
-                                     workload_rank)
+from harness.report.measures import DEFAULT_BASELINES, SEED_000, baselines, dtype_order, timed, workload_rank
 from harness.report.recommend import Recommendation, recommend
+from harness.util import io
 
 
 def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,

@@ -16,8 +16,7 @@ from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.ticker import FuncFormatter
 
 from harness.report import fmt, labels
-from harness.report.figures import (bold_ticks, grid, heatmap, highlighted, legend, log_axis, save,
-                                    styled)
+from harness.report.figures import bold_ticks, grid, heatmap, highlighted, legend, log_axis, save, styled
 from harness.report.frontier import Point, Tradeoff
 from harness.report.measures import groups, speedup, thread_range, thread_scaling, timed
 from harness.report.pivots import pivot, speed_order

@@ -29,9 +29,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from harness.bench.contention import flagged as flagged_rows
 from harness.report.accuracy import Accuracy, long_accuracy, verdict
 from harness.report.measures import timed, workload_rank
+from harness.runs.flags import flagged as flagged_rows
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from harness.core.cases import LONG_POSITIONS
 from harness.report import fmt, markdown, pivots
 from harness.report.compare import Change, as_frame
 from harness.report.frontier import REFERENCE, Tradeoff
 from harness.report.load import Run
 from harness.report.measures import NOISY, groups, speedup, spread, timed
-from harness.verify import LONG_POSITIONS
 
 MAX_LISTED = 40
 #: What every roof ratio divides by (harness/bench/roofs.py).

@@ -5,7 +5,7 @@ rewrites bench.csv from it only every few seconds, so after a kill bench.csv
 can hold a fraction of the run, and a file copied or edited by hand can be
 header-only or cut mid-line. The journal is the truth: when it holds cells
 that bench.csv lacks or records differently, the rows are rebuilt from it
-(with harness.bench.results.tidy, the engine's own derivation); without a
+(with harness.runs.results.tidy, the engine's own derivation); without a
 journal, a bench.csv that is empty or damaged is refused, so that a good
 report.md is never replaced by an empty one.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.bench import journal, results
+from harness.runs import journal, results
 
 BENCH_CSV = results.FILENAME
 JOURNAL = journal.FILENAME

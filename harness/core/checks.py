@@ -13,12 +13,12 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from harness import backends
-from harness.convert import dtype_name, to_numpy
-from harness.deadline import CallTimeout, call_with_deadline
-from harness.reference import reference
-from harness.registry import Implementation
-from harness.spec import Spec
-from harness.tolerance import eps, tolerance
+from harness.core.convert import dtype_name, to_numpy
+from harness.core.reference import reference
+from harness.core.registry import Implementation
+from harness.core.spec import Spec
+from harness.core.tolerance import eps, tolerance
+from harness.util.deadline import CallTimeout, call_with_deadline
 
 STATUSES = ("pass", "fail", "error", "skip")
 FORWARD_BATCH = 2
@@ -198,7 +198,7 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
         return verdict("fail", why + again.reason + hint, again, time.perf_counter() - start)
     if not (poisoned and poison(second)):
         return verdict("pass", "", comparison, time.perf_counter() - start)
-    # Memory the caller has let go may be reused (harness.recycle), but must be written again:
+    # Memory the caller has let go may be reused (harness.util.recycle), but must be written again:
     # let both poisoned results go and call a third time.
     del first, second
     third, why = _call(fn, timeout_s)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
-from harness.checks import Check, check
-from harness.registry import WORKLOADS, Implementation
-from harness.spec import Spec
+from harness.core.checks import Check, check
+from harness.core.registry import WORKLOADS, Implementation
+from harness.core.spec import Spec
 
 #: The backend label of a checked callable: nothing to import, no threads to pin. Only `list`
 #: and bench care about backends; the checks judge the returned array by its own type.

@@ -11,10 +11,10 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from harness import jsonout, tables
-from harness.registry import Implementation
-from harness.supports import Supports
-from harness.verify import select
+from harness.core.registry import Implementation
+from harness.core.selection import select
+from harness.core.supports import Supports
+from harness.util import jsonout, tables
 
 HEADERS = ["name", "workload", "backend", "device", "conventions", "available"]
 

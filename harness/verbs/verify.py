@@ -1,6 +1,6 @@
 """`python -m harness verify`: every available implementation against the reference.
 
-Runs the case matrix (harness.cases) through `checks.check`, writes
+Runs the case matrix (harness.core.cases) through `checks.check`, writes
 `verify.csv` and `verify.md` under --out after every implementation (an
 interrupted run keeps what it finished), prints a summary and exits 1 when
 anything fails or errors (a crash included: each backend's implementations
@@ -13,29 +13,22 @@ results/_standalone/ (ignored by git), never beside a committed run. With
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import sys
 import time
 from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from harness import arguments, exitcodes, io, isolate, jsonout, tables
-from harness.cases import default_cases
-from harness.checks import STATUSES, Check, check
-from harness.registry import Implementation
-from harness.spec import Spec
-
-LONG_POSITIONS = 100_000
-
-
-def select(impls: Iterable[Implementation], only: Sequence[str] = ()) -> list[Implementation]:
-    """Implementations whose name matches any of the `only` globs (all when empty)."""
-    impls = list(impls)
-    return [i for i in impls if not only or any(fnmatch.fnmatch(i.name, g) for g in only)]
+from harness.core import isolate
+from harness.core.cases import LONG_POSITIONS, default_cases
+from harness.core.checks import STATUSES, Check, check
+from harness.core.registry import Implementation
+from harness.core.selection import select
+from harness.core.spec import Spec
+from harness.util import arguments, exitcodes, io, jsonout, tables
 
 
 def run(impls: Sequence[Implementation], specs: Sequence[Spec], timeout_s: float = 120.0,
@@ -44,7 +37,7 @@ def run(impls: Sequence[Implementation], specs: Sequence[Spec], timeout_s: float
     """Check every implementation on every spec, in child processes when `isolation` is given
     (a crash costs only that implementation's remaining cases); in this process otherwise."""
     specs = tuple(specs)
-    task = isolate.Task("harness.verify:impl_checks", (specs, timeout_s))
+    task = isolate.Task("harness.verbs.verify:impl_checks", (specs, timeout_s))
     lost = partial(lost_checks, specs)
     by_impl = isolate.run(impls, task, lost, isolation, on_impl_done)
     return [c for mine in by_impl.values() for c in mine]
@@ -134,7 +127,7 @@ def write_outputs(checks: Sequence[Check], out: Path) -> None:
 def _legend() -> str:
     return ("worst_err: largest |impl - float64 reference| over all cases; worst_ratio: largest "
             "error / per-element tolerance (> 1 fails); f32_err_long: worst float32 error on "
-            f"tables reaching {LONG_POSITIONS:,} positions. Tolerance: harness/tolerance.py.")
+            f"tables reaching {LONG_POSITIONS:,} positions. Tolerance: harness/core/tolerance.py.")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -4,11 +4,11 @@ Precision is part of correctness: fp16/bf16 angle tables have broken
 diffusion and language models, and a float32 table computed directly is off
 by ~1e-2 at position 1e5. This study measures it: at log-spaced positions out
 to 1e6 (a window of consecutive positions at each), for a narrow table
-(d_model 16, base 10000), every method of harness.precision_methods in every
+(d_model 16, base 10000), every method of harness.verbs.precision_methods in every
 dtype its backend offers (NumPy: float16, float32; torch: float16, bfloat16,
 float32), plus the registered implementations selected by --only (none by
 default), each against the float64 reference, in one child process per
-backend (harness.isolate: a crash costs only its own points). Writes
+backend (harness.core.isolate: a crash costs only its own points). Writes
 precision.csv, precision.md and plots/precision.png under --out.
 """
 
@@ -24,15 +24,16 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from harness import arguments, io, isolate, tables
-from harness.convert import to_numpy
-from harness.deadline import call_with_deadline
-from harness.precision_methods import METHODS, array_ops
-from harness.reference import angles, reference
-from harness.registry import Implementation
-from harness.spec import Spec
-from harness.tolerance import eps
-from harness.verify import select
+from harness.core import isolate
+from harness.core.convert import to_numpy
+from harness.core.reference import angles, reference
+from harness.core.registry import Implementation
+from harness.core.selection import select
+from harness.core.spec import Spec
+from harness.core.tolerance import eps
+from harness.util import arguments, io, tables
+from harness.util.deadline import call_with_deadline
+from harness.verbs.precision_methods import METHODS, array_ops
 
 PROBE_WIDTH = 16
 WINDOW = 8
@@ -96,7 +97,7 @@ def impl_items(impl: Implementation, starts: Sequence[int]) -> list[Spec]:
 
 
 def impl_points(impl: Implementation, starts: Sequence[int], timeout_s: float) -> Iterator[Point]:
-    """One implementation on its windows (the task harness.isolate runs in a child process)."""
+    """One implementation on its windows (the task harness.core.isolate runs in a child process)."""
     for spec in impl_items(impl, starts):
         try:
             table = call_with_deadline(lambda: impl.build(spec), timeout_s)
@@ -117,7 +118,7 @@ def measure_impls(impls: Sequence[Implementation], starts: Sequence[int], timeou
                   isolation: Optional[isolate.Isolation] = None) -> list[Point]:
     """Registered table implementations on the same windows, in each dtype they support."""
     chosen = [i for i in impls if i.available and i.workload == "table"]
-    task = isolate.Task("harness.precision:impl_points", (tuple(starts), timeout_s))
+    task = isolate.Task("harness.verbs.precision:impl_points", (tuple(starts), timeout_s))
     by_impl = isolate.run(chosen, task, partial(lost_points, tuple(starts)), isolation)
     return [p for points in by_impl.values() for p in points]
 
@@ -160,7 +161,7 @@ def markdown(df: pd.DataFrame) -> str:
             f"Largest |error| against the float64 reference over {WINDOW} consecutive positions "
             f"starting at p, for a {PROBE_WIDTH}-wide table (base 10000). `overflow`: the result "
             "held Inf/NaN (float16 positions overflow past 65504). Methods: "
-            "harness/precision_methods.py; guide: docs/precision.md.\n\n"
+            "harness/verbs/precision_methods.py; guide: docs/precision.md.\n\n"
             + tables.markdown(headers, rows) + "\n\n![error vs position](plots/precision.png)\n")
 
 

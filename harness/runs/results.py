@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from harness import io
-from harness.bench import contention
+from harness.runs import flags as flag_rules
+from harness.util import io
 
 FILENAME = "bench.csv"
 ROOF_KEYS = ["workload", "length", "d_model", "dtype", "threads", "device", "batch", "mode"]
@@ -45,7 +45,7 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
             df[column] = float("nan")
     df["run_id"], df["machine"] = run_id, machine
     df["gbps"] = df["bytes_out"] / df["median_s"] / 1e9
-    df["flags"] = contention.flags(df)
+    df["flags"] = flag_rules.flags(df)
     ok_roofs = df[df["is_roof"].astype(bool) & (df["status"] == "ok") & (df["flags"] == "")]
     roof_s = ok_roofs.groupby(ROOF_KEYS)["median_s"].min().rename("roof_s").reset_index()
     df = df.merge(roof_s, how="left", on=ROOF_KEYS)

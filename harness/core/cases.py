@@ -9,8 +9,11 @@ implementation runs the cases it `supports`; the rest are recorded as skips.
 from __future__ import annotations
 
 import random
-from harness.spec import DTYPES, Spec
 
+from harness.core.spec import DTYPES, Spec
+
+#: A case reaching this many positions is "long": the report quotes accuracy out there.
+LONG_POSITIONS = 100_000
 _SHAPES_QUICK = [(1, 2), (10, 6), (128, 64), (1500, 128)]
 _SHAPES_FULL = _SHAPES_QUICK + [(2, 1024), (1024, 1024), (64, 2048), (4096, 64), (262_144, 8)]
 

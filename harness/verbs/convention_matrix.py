@@ -10,7 +10,7 @@ within tolerance; across probes, the implementations that agree everywhere
 difference between their tables - how wrong a table read under the wrong
 convention is. Writes conventions.csv, convention_distances.csv and
 conventions.md under --out. Each backend's implementations run in a child
-process (harness.isolate): one that crashes gets error cells, the rest go on.
+process (harness.core.isolate): one that crashes gets error cells, the rest go on.
 """
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from harness import arguments, exitcodes, io, isolate, tables
-from harness.checks import compare
-from harness.convert import to_numpy
-from harness.deadline import call_with_deadline
-from harness.identify.command import LIBRARY_PREFIX
-from harness.reference import reference
-from harness.registry import Implementation
-from harness.spec import LAYOUTS, Spec
-from harness.tolerance import tolerance
-from harness.verify import select
+from harness.core import isolate
+from harness.core.checks import compare
+from harness.core.convert import to_numpy
+from harness.core.reference import reference
+from harness.core.registry import Implementation
+from harness.core.selection import LIBRARY_PREFIX, select
+from harness.core.spec import LAYOUTS, Spec
+from harness.core.tolerance import tolerance
+from harness.util import arguments, exitcodes, io, tables
+from harness.util.deadline import call_with_deadline
 
 PROBE_LENGTH = 64
 EVEN_WIDTH, ODD_WIDTH = 16, 17
@@ -110,7 +110,7 @@ def run_cell(impl: Implementation, probe: Probe,
 
 def impl_cells(impl: Implementation, grid: Sequence[Probe],
                timeout_s: float) -> Iterator[tuple[Cell, Optional[np.ndarray]]]:
-    """One implementation at every probe (the task harness.isolate runs in a child process)."""
+    """One implementation at every probe (the task harness.core.isolate runs in a child process)."""
     for probe in grid:
         yield run_cell(impl, probe, timeout_s)
 
@@ -128,7 +128,7 @@ def measure(impls: Sequence[Implementation], grid: Sequence[Probe], timeout_s: f
             ) -> tuple[list[Cell], dict[tuple[str, str], str]]:
     """Every cell, and per (impl, probe) the class of table it produced at that probe."""
     grid = tuple(grid)
-    task = isolate.Task("harness.convention_matrix:impl_cells", (grid, timeout_s))
+    task = isolate.Task("harness.verbs.convention_matrix:impl_cells", (grid, timeout_s))
     by_impl = isolate.run(impls, task, partial(lost_cells, grid), isolation)
     cells: list[Cell] = []
     classes: dict[tuple[str, str], str] = {}

@@ -6,8 +6,8 @@ written, and an exit code that read as "an implementation is wrong". Here a
 verb's work on one implementation is a *task*, `function(impl, *args)`, that
 yields one result per item (a case, a probe) and never raises for the
 implementation's faults. `run` gives each backend's implementations to one
-child process (`python -c 'harness.isolate.child()'`, its own session, tied to
-the parent by harness.lifeline), which loads the same plugins, runs the task
+child process (`python -c 'harness.core.isolate.child()'`, its own session, tied to
+the parent by harness.util.lifeline), which loads the same plugins, runs the task
 for each and streams the results back over a pipe. When the child dies (or
 sends nothing for `stall_s`: a hang that even the task's own deadline could
 not stop), the verb's `lost(impl, done, why)` supplies the rows of the items
@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import harness
-from harness import backends, lifeline
-from harness.registry import Implementation
+from harness import backends
+from harness.core.registry import Implementation
+from harness.util import lifeline
 
 RESULTS_ENV = "PE_HARNESS_ISOLATE_FD"
 ROOT = Path(harness.__file__).resolve().parent.parent
@@ -156,7 +157,7 @@ class _Group:
             env = {**os.environ, **line.env, RESULTS_ENV: str(write), "PYTHONPATH": path}
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-c", "from harness.isolate import child; child()"],
+                    [sys.executable, "-c", "from harness.core.isolate import child; child()"],
                     stdin=subprocess.PIPE, env=env, pass_fds=(*line.fds, write),
                     start_new_session=True)
             finally:

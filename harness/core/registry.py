@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from harness import backends
-from harness.spec import Spec
-from harness.supports import Supports
+from harness.core.spec import Spec
+from harness.core.supports import Supports
 
 SupportsFn = Callable[[Spec], Optional[str]]
 Factory = Callable[..., Callable[[], Any]]

@@ -23,7 +23,7 @@ import numbers
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from harness import memory
+from harness.util import memory
 
 LAYOUTS = ("interleaved", "concat")
 ODD_POLICIES = ("error", "pad", "extend")

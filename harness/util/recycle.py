@@ -38,7 +38,7 @@ class RecycledBuffers:
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype | str, keep: int = 2,
                  allocate: Optional[Callable[[], np.ndarray]] = None) -> None:
         """`allocate`: how a new buffer is made (default `np.empty`); a builder that faults
-        pages in from one thread (`harness.memory.first_touch`) passes that here."""
+        pages in from one thread (`harness.util.memory.first_touch`) passes that here."""
         if keep < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.shape = tuple(shape)

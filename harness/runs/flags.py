@@ -1,0 +1,156 @@
+"""When a timing cannot be trusted: the flags a row gets from its load columns and its
+siblings (harness.bench.contention measures the load; bench and report both judge by
+these rules, so they live with the run directory's other formats).
+
+Two rules flag a timed cell (`flags`; `""` when clean). Flagged cells keep their
+row, but are left out of recommendations and of `report --compare` verdicts:
+
+- **load**: `others_busy > cores - threads + LOAD_MARGIN` (other processes took
+  cores the cell's threads needed, for more than half a core on average); where
+  `others_busy` was not measured, a load average above `cores + LOAD_MARGIN`;
+- **threads**: an N-thread cell more than `THREAD_SLOWDOWN` (4) times slower
+  than the same cell at 1 thread in the same run: more threads can fail to
+  help, but not by that much unless they waited for cores.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Optional
+
+import pandas as pd
+
+#: Cores other processes may keep busy beyond those the cell leaves free before it is flagged.
+LOAD_MARGIN = 0.5
+#: An N-thread median this many times its 1-thread median is flagged.
+THREAD_SLOWDOWN = 4.0
+#: What identifies a cell apart from its thread count (the 1-thread sibling of an N-thread cell).
+SIBLING = ("workload", "impl", "device", "length", "d_model", "dtype", "batch", "mode")
+EXCLUDED = "kept out of recommendations and compare verdicts"
+#: The reason of an `invalid` row whose callable keeps its table (harness.bench.validity).
+LOOKUP = "a lookup, not a table build"
+
+
+# -- the flags -------------------------------------------------------------------------
+
+def load_flag(row: Mapping[str, Any]) -> str:
+    """'load: ...' when other processes held cores this row's threads needed, else ''."""
+    cores, threads = _number(row.get("cores")), _number(row.get("threads"))
+    if not cores or cores <= 0 or not threads:
+        return ""
+    others = _number(row.get("others_busy"))
+    if others is not None:
+        free = max(cores - threads, 0)
+        if others > free + LOAD_MARGIN:
+            used = f"{threads:g} thread" + ("" if threads == 1 else "s")
+            return (f"load: {others:.2g} cores busy with other processes ({cores:g} cores, "
+                    f"{used}, > {free + LOAD_MARGIN:g})")
+        return ""
+    loads = [v for v in (_number(row.get("load_before")), _number(row.get("load_after")))
+             if v is not None]
+    if loads and max(loads) > cores + LOAD_MARGIN:
+        return f"load: load average {max(loads):.2g} on {cores:g} cores (> {cores + LOAD_MARGIN:g})"
+    return ""
+
+
+def thread_flag(median_s: float, threads: int, one_thread_s: Optional[float]) -> str:
+    """'threads: ...' when an N-thread median is over THREAD_SLOWDOWN x its 1-thread one."""
+    if threads <= 1 or one_thread_s is None or not one_thread_s > 0 or not median_s > 0:
+        return ""
+    ratio = median_s / one_thread_s
+    if ratio > THREAD_SLOWDOWN:
+        times = f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.3g}"
+        return f"threads: {times}x slower at {threads} threads than at 1 (> {THREAD_SLOWDOWN:g}x)"
+    return ""
+
+
+def flags(frame: pd.DataFrame) -> pd.Series:
+    """The flags of every row timed ok ('; '-joined, '' when none); other rows get ''."""
+    out = pd.Series("", index=frame.index, dtype=object)
+    if frame.empty:
+        return out
+    ok = _ok(frame)
+    keys = _sibling_keys(frame)
+    medians = pd.to_numeric(frame["median_s"], errors="coerce")
+    threads = pd.to_numeric(frame["threads"], errors="coerce").fillna(1).astype(int)
+    one_thread = {keys[i]: float(medians[i]) for i in frame.index[ok & (threads == 1)]}
+    wanted = ["cores", "threads", "others_busy", "load_before", "load_after"]
+    rows = frame.reindex(columns=wanted).loc[ok].to_dict("index")
+    for index, row in rows.items():
+        found = [load_flag(row), thread_flag(float(medians[index]), int(threads[index]),
+                                             one_thread.get(keys[index]))]
+        out[index] = "; ".join(f for f in found if f)
+    return out
+
+
+def flagged(frame: pd.DataFrame) -> pd.Series:
+    """True for rows with a flag: the `flags` column where the run has one, else worked out
+    from the rows (runs written before flags existed get the thread rule)."""
+    column = frame["flags"] if "flags" in frame.columns else flags(frame)
+    return column.fillna("").astype(str).str.len() > 0
+
+
+def kinds(frame: pd.DataFrame) -> dict[str, int]:
+    """How many flagged rows each rule caught: {'load': n, 'threads': m} (a row may have both)."""
+    column = frame["flags"] if "flags" in frame.columns else flags(frame)
+    text = column.fillna("").astype(str)
+    return {kind: int(text.str.contains(f"(?:^|; ){kind}:", regex=True).sum())
+            for kind in ("load", "threads")}
+
+
+def summary(frame: pd.DataFrame) -> str:
+    """One console line: how many timed cells were flagged and why."""
+    ok = _ok(frame)
+    marked = flagged(frame) & ok
+    if not marked.any():
+        return (f"bench: no cell flagged for load (of {int(ok.sum())} timed ok): none ran with "
+                f"other processes on the cores it needed, none slower at more threads than "
+                f"{THREAD_SLOWDOWN:g}x its 1-thread time")
+    counts = kinds(frame[marked])
+    why = []
+    if counts["load"]:
+        why.append(f"{counts['load']} under load (other processes busy on more than the free "
+                   f"cores + {LOAD_MARGIN:g})")
+    if counts["threads"]:
+        why.append(f"{counts['threads']} slower with more threads than {THREAD_SLOWDOWN:g}x "
+                   "their 1-thread time")
+    return (f"bench: {int(marked.sum())} of {int(ok.sum())} timed cells flagged, {EXCLUDED}: "
+            + ", ".join(why) + " (`flags` in bench.csv)")
+
+
+class Running:
+    """Flags of rows as they arrive (for the progress lines): remembers 1-thread medians."""
+
+    def __init__(self) -> None:
+        self.one_thread: dict[tuple, float] = {}
+
+    def flag(self, row: Mapping[str, Any]) -> str:
+        if row.get("status") != "ok" or not _number(row.get("median_s")):
+            return ""
+        key = tuple(row.get(k, "") or "" for k in SIBLING)
+        threads = int(row.get("threads") or 1)
+        if threads == 1:
+            self.one_thread[key] = float(row["median_s"])
+        found = [load_flag(row), thread_flag(float(row["median_s"]), threads,
+                                             self.one_thread.get(key))]
+        return "; ".join(f for f in found if f)
+
+
+def _ok(frame: pd.DataFrame) -> pd.Series:
+    median = pd.to_numeric(frame["median_s"], errors="coerce")
+    return (frame["status"] == "ok") & (median > 0)
+
+
+def _sibling_keys(frame: pd.DataFrame) -> pd.Series:
+    parts = [frame[k].fillna("").astype(str) if k in frame.columns
+             else pd.Series("", index=frame.index) for k in SIBLING]
+    return pd.Series(list(zip(*parts)), index=frame.index)
+
+
+def _number(value: Any) -> Optional[float]:
+    """A finite float, or None (missing, NaN, text)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

@@ -1,0 +1,2 @@
+"""Utilities with no opinion on positional encodings: files, units, processes,
+exit codes, argument checks."""
