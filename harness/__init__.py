@@ -11,15 +11,14 @@ from __future__ import annotations
 from harness.core.api import assert_callable, check_callable
 from harness.core.checks import Check
 from harness.core.convert import dtype_name, to_numpy
+from harness.core.kinds import Kind, reference, tolerance
 from harness.core.plugins import PluginError, load_all, load_plugin
-from harness.core.reference import reference
 from harness.core.registry import REGISTRY, Implementation, register
 from harness.core.spec import Spec
 from harness.core.supports import Supports
-from harness.core.tolerance import tolerance
 
 __all__ = [
-    "Check", "Implementation", "PluginError", "Spec", "Supports", "assert_callable",
+    "Check", "Implementation", "Kind", "PluginError", "Spec", "Supports", "assert_callable",
     "check_callable", "dtype_name", "implementations", "load_plugin", "reference", "register",
     "to_numpy", "tolerance",
 ]

@@ -13,11 +13,11 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from harness import backends
+from harness.core import kinds
 from harness.core.convert import dtype_name, to_numpy
-from harness.core.reference import reference
 from harness.core.registry import Implementation
 from harness.core.spec import Spec
-from harness.core.tolerance import eps, tolerance
+from harness.core.tolerance import eps
 from harness.util.deadline import CallTimeout, call_with_deadline
 
 STATUSES = ("pass", "fail", "error", "skip")
@@ -119,7 +119,7 @@ def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str
     ratio = err / allowed
     flat = int(np.argmax(ratio))
     idx = np.unravel_index(flat, ratio.shape)
-    worst = (int(idx[-2]), int(idx[-1]))
+    worst = (int(idx[-2]), int(idx[-1])) if len(idx) >= 2 else (int(idx[0]), -1)  # a 1-D kind
     result = dict(max_abs_err=float(err.max()), tol=float(allowed.flat[flat]),
                   err_ratio=float(ratio.flat[flat]), worst=worst)
     if ratio.flat[flat] > 1.0:
@@ -157,6 +157,9 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
         return Check(impl.name, impl.backend, impl.device, impl.workload, spec, status,
                      reason, seconds=seconds, **extra)
 
+    kind = kinds.of(spec)
+    if kind.name != impl.kind:
+        return verdict("skip", f"builds a {impl.kind!r}, not a {kind.name!r}")
     unavailable = impl.unavailable_reason()
     if unavailable:
         return verdict("skip", unavailable)
@@ -164,8 +167,8 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
     if unsupported:
         return verdict("skip", unsupported)
 
-    expected = reference(spec)
-    allowed = tolerance(spec)
+    expected = kind.reference(spec)
+    allowed = kind.tolerance(spec)
     args: tuple = ()
     if impl.workload == "forward":
         x = forward_input(spec)

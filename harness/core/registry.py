@@ -22,12 +22,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 from harness import backends
+from harness.core import kinds
 from harness.core.spec import Spec
 from harness.core.supports import Supports
 
 SupportsFn = Callable[[Spec], Optional[str]]
 Factory = Callable[..., Callable[[], Any]]
-WORKLOADS = ("table", "forward")
+#: The table kind's workloads: what bench times today (bench knows the 1-D table only)
+WORKLOADS = kinds.named("table").workloads
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Implementation:
     build: Factory
     supports_fn: SupportsFn
     workload: str = "table"
+    kind: str = "table"                     # which kind of table it builds (harness.core.kinds)
     requires: tuple[str, ...] = ()          # modules beyond what its backend needs
     check: Optional[Callable[[], Optional[str]]] = None
     origin: str = ""
@@ -102,8 +105,10 @@ class Registry:
                 f"implementation name {impl.name!r} is already registered by {old.origin}; "
                 "choose another name"
             )
-        if impl.workload not in WORKLOADS:
-            raise ValueError(f"workload must be one of {WORKLOADS}, got {impl.workload!r}")
+        workloads = kinds.named(impl.kind).workloads
+        if impl.workload not in workloads:
+            raise ValueError(f"workload must be one of {workloads} for kind {impl.kind!r}, "
+                             f"got {impl.workload!r}")
         self._impls[impl.name] = impl
         return impl
 
@@ -115,6 +120,7 @@ class Registry:
         device: str = "cpu",
         supports: SupportsFn | Supports | None = None,
         workload: str = "table",
+        kind: str = "table",
         requires: Iterable[str] | None = None,
         check: Optional[Callable[[], Optional[str]]] = None,
     ) -> Callable[[Factory], Factory]:
@@ -124,7 +130,7 @@ class Registry:
             self.add(Implementation(
                 name=name, backend=backend, device=device, build=build,
                 supports_fn=supports if supports is not None else Supports(),
-                workload=workload,
+                workload=workload, kind=kind,
                 requires=tuple(requires or ()),
                 check=check, origin=getattr(build, "__module__", "?"),
                 doc=(build.__doc__ or "").strip().split("\n")[0],

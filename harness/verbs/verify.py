@@ -22,8 +22,8 @@ from typing import Callable, Iterator, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.core import isolate
-from harness.core.cases import LONG_POSITIONS, default_cases
+from harness.core import isolate, kinds
+from harness.core.cases import LONG_POSITIONS
 from harness.core.checks import STATUSES, Check, check
 from harness.core.registry import Implementation
 from harness.core.selection import select
@@ -164,7 +164,10 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     if not chosen:
         print(f"verify: no implementation matches --only {args.only}", file=sys.stderr)
         return exitcodes.USAGE
-    specs = default_cases(quick=args.quick, n_random=n_random, seed=args.seed)
+    by_kind = {k: [i for i in chosen if i.kind == k] for k in dict.fromkeys(i.kind for i in chosen)}
+    cases = {k: kinds.named(k).cases(quick=args.quick, n_random=n_random, seed=args.seed)
+             for k in by_kind}
+    specs = [spec for k in by_kind for spec in cases[k]]
     out = Path(args.out)
     as_json = getattr(args, "json", False)
     log = sys.stderr if as_json else sys.stdout     # with --json, stdout is the JSON alone
@@ -179,8 +182,9 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
               + " ".join(f"{k} {v}" for k, v in counts.items())
               + f"  ({time.perf_counter() - started:.0f} s)", file=log, flush=True)
 
-    checks = run(chosen, specs, timeout_s, progress,
-                 isolate.from_args(args, stall_s(timeout_s)))
+    isolation = isolate.from_args(args, stall_s(timeout_s))
+    checks = [c for k, mine in by_kind.items()       # each kind's implementations on its cases
+              for c in run(mine, cases[k], timeout_s, progress, isolation)]
     write_outputs(checks, out)          # in the order of `list`, not the order groups finished
     rows = summary(checks)
     bad = [r["impl"] for r in rows if r["fail"] or r["error"]]
