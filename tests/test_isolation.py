@@ -16,6 +16,7 @@ import pytest
 from harness import load_plugin
 from harness.cli import main
 from harness.core import isolate
+from harness.core.cases import default_cases
 from harness.core.registry import REGISTRY
 from harness.verbs import convention_matrix, precision, verify
 
@@ -91,7 +92,7 @@ def test_conventions_and_precision_survive_a_crashing_implementation(crashy, tmp
 
 def test_in_process_mode_gives_the_same_rows_for_well_behaved_implementations(tmp_path):
     impls = [REGISTRY.get("numpy-stack"), REGISTRY.get("seed-numpy-stack")]
-    specs = verify.default_cases(quick=True)[:12]
+    specs = default_cases(quick=True)[:12]
     here = verify.run(impls, specs)
     there = verify.run(impls, specs, isolation=isolate.Isolation())
     assert [(c.impl, c.spec, c.status) for c in here] == [(c.impl, c.spec, c.status) for c in there]
@@ -132,7 +133,7 @@ def test_a_hang_that_holds_the_gil_is_killed_after_stall_s(tmp_path):
     load_plugin(str(plugin))
     try:
         iso = isolate.from_args(argparse.Namespace(plugin=[str(plugin)]), stall_s=3.0)
-        checks = verify.run([REGISTRY.get("cr-gil")], verify.default_cases(quick=True), 1.0,
+        checks = verify.run([REGISTRY.get("cr-gil")], default_cases(quick=True), 1.0,
                             isolation=iso)
     finally:
         REGISTRY.remove("cr-gil")
