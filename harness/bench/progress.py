@@ -1,16 +1,20 @@
 """One line per finished cell, with elapsed time and an ETA for the rest of the sweep.
 
-The ETA is the mean wall time per cell so far (worker start-ups included)
-times the cells left: crude, but it never needs a prediction the cell itself
-has not made yet, and it settles as the sweep goes. A timing the machine's load
+The ETA is the median wall time between the last cells finished times the
+cells left: a median, because the first cells of a sweep also pay for worker
+start-up and JIT compilation (the mean of the first cell alone once promised
+47 minutes for a 3-minute sweep), and no ETA at all until a few cells have
+finished. A timing the machine's load
 may have distorted is marked `FLAGGED (why)` (harness.bench.contention).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
-from typing import Any
+from collections import deque
+from typing import Any, Callable
 
 from harness.runs.flags import Running
 from harness.util.units import NOISY_IQR, seconds
@@ -26,25 +30,38 @@ def duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+#: Cells to finish before an ETA is shown, and how many recent gaps its median uses
+ETA_AFTER, ETA_WINDOW = 3, 25
+
+
 class Progress:
     """Counts finished cells against the total and formats their lines."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.total = total
         self.done = 0
-        self.started = time.monotonic()
+        self.clock = clock
+        self.started = self.last = clock()
+        self.gaps: deque[float] = deque(maxlen=ETA_WINDOW)
         self.flags = Running()
+
+    def eta(self) -> str:
+        if self.done < ETA_AFTER:
+            return "ETA ..."
+        return f"ETA {duration(statistics.median(self.gaps) * max(self.total - self.done, 0))}"
 
     def line(self, row: dict[str, Any]) -> str:
         """Count `row` as finished and describe it."""
         self.done += 1
-        elapsed = time.monotonic() - self.started
-        eta = elapsed / self.done * max(self.total - self.done, 0)
+        now = self.clock()
+        elapsed = now - self.started
+        self.gaps.append(now - self.last)
+        self.last = now
         width = len(str(self.total))
         what = (f"[{self.done:>{width}}/{self.total}] {row['impl']:<24} {row['workload']:<7} "
                 f"{row['length']:>6}x{row['d_model']:<5} {row['dtype']:<8} {row['threads']}t")
         flag = self.flags.flag(row)
-        line = f"{what}  {_result(row):<34} {duration(elapsed)} elapsed, ETA {duration(eta)}"
+        line = f"{what}  {_result(row):<34} {duration(elapsed)} elapsed, {self.eta()}"
         return line + (f"  FLAGGED ({flag})" if flag else "")
 
 

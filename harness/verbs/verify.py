@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import time
 from functools import partial
 from pathlib import Path
@@ -107,12 +108,29 @@ def summary(checks: Sequence[Check]) -> list[dict]:
 def _first_problem(mine: list[Check], problems: list[Check]) -> str:
     """The first fail/error, or a warning that nothing was checked (no case supported)."""
     if problems:
-        return f"{problems[0].spec.short()}: {problems[0].reason}"[:110]
+        return f"{problems[0].spec.short()}: {problems[0].reason}"
     if not any(c.status == "pass" for c in mine):
-        return f"no case run ({mine[0].reason})"[:110] if mine else "no case run"
+        return f"no case run ({mine[0].reason})" if mine else "no case run"
     return ""
 
 
+def terminal_summary(rows: list[dict]) -> str:
+    """The summary table with each first_problem cut to fit a terminal, then every one of them
+    whole and wrapped below it (verify.md and verify.csv always hold them whole)."""
+    short = [{**r, "first_problem": _shorten(r["first_problem"])} for r in rows]
+    text = tables.text(SUMMARY_HEADERS, [[r[h] for h in SUMMARY_HEADERS] for r in short])
+    whole = [textwrap.fill(f"{r['impl']}: {r['first_problem']}", TERMINAL_WIDTH,
+                           subsequent_indent="    ")
+             for r in rows if r["first_problem"] and r["first_problem"] != _shorten(r["first_problem"])]
+    return text + ("\n\nfirst problems in full:\n" + "\n".join(whole) if whole else "")
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= SHORT_PROBLEM else text[:SHORT_PROBLEM - 14] + "... (in full below)"
+
+
+#: first_problem as wide as a summary table row leaves room for, and the width of the full text
+SHORT_PROBLEM, TERMINAL_WIDTH = 60, 100
 SUMMARY_HEADERS = ["impl", "backend", "device", "pass", "fail", "error", "skip",
                    "worst_err", "worst_ratio", "f32_err_long", "first_problem"]
 
@@ -192,7 +210,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         print(jsonout.dumps(report_json(checks, len(specs), out)))
         return exitcodes.FINDING if bad else exitcodes.OK
     print()
-    print(tables.text(SUMMARY_HEADERS, [[r[h] for h in SUMMARY_HEADERS] for r in rows]))
+    print(terminal_summary(rows))
     print(f"\n{len(checks)} checks over {len(specs)} specs; wrote {out / 'verify.csv'} "
           f"and {out / 'verify.md'}")
     if bad:
