@@ -166,10 +166,10 @@ def test_peak_memory_counts_temporaries_freed_within_the_call():
         temporary = np.ones(8_000_000)   # 64 MB, freed before returning
         return np.ones(1_000_000) + temporary[:1_000_000]
 
-    used, method = peak.measure(call, "numpy", "cpu")
+    used, method = peak.of_call(call, "numpy", "cpu")
     assert method == "tracemalloc" and used >= 64e6
     if not host.can_reset_peak():
         pytest.skip("no /proc/self/clear_refs here: the rss-peak method is not used")
-    used, method = peak.measure(call, "torch", "cpu")
+    used, method = peak.of_call(call, "torch", "cpu")
     assert method == "rss-peak" and used >= 48e6   # pages, some of them resident already
     assert host._rss_delta(call) < 32e6   # what the after-minus-before delta saw: 8 MB

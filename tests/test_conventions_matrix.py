@@ -35,7 +35,7 @@ def test_probe_grid():
 def test_libraries_with_the_same_convention_share_a_class():
     impls = [REGISTRY.get(n) for n in NAMES] + [off_by_one()]
     grid = cm.probes(quick=True)
-    cells, classes = cm.measure(impls, grid, timeout_s=30)
+    cells, classes = cm.build_tables(impls, grid, timeout_s=30)
     groups = {tuple(sorted(m)) for m, produced in cm.equivalence_classes(
         [i.name for i in impls], grid, classes)}
     assert ("lib-tensor2tensor", "lib-whisper") in groups

@@ -145,6 +145,6 @@ def test_a_hang_that_holds_the_gil_is_killed_after_stall_s(tmp_path):
 def test_conventions_measure_keeps_probe_order_through_isolation():
     impls = [REGISTRY.get("numpy-stack"), REGISTRY.get("numpy-cat")]
     grid = convention_matrix.probes(quick=True)
-    here, _ = convention_matrix.measure(impls, grid, 30.0)
-    there, _ = convention_matrix.measure(impls, grid, 30.0, isolate.Isolation())
+    here, _ = convention_matrix.build_tables(impls, grid, 30.0)
+    there, _ = convention_matrix.build_tables(impls, grid, 30.0, isolate.Isolation())
     assert [(c.impl, c.probe, c.status) for c in here] == [(c.impl, c.probe, c.status) for c in there]

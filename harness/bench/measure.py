@@ -75,7 +75,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         if problem:
             return _outcome("invalid", problem, samples, meter, done)
         stage = "peak-memory call"
-        done["peak_bytes"], done["peak_method"] = peak.measure(call, cell.backend, cell.device)
+        done["peak_bytes"], done["peak_method"] = peak.of_call(call, cell.backend, cell.device)
         stage = f"{cell.mode} set-up" if cell.mode else "set-up"
         rounds = modes.rounds_for(cell.mode, fn, cell.backend, cell.device, warm_s,
                                   timing.max_time, timing.min_rounds)

@@ -15,7 +15,7 @@ from harness.backends.cuda_driver import free_memory_peak
 from harness.backends.host import resident_peak
 
 
-def measure(fn: Callable[[], Any], backend: str, device: str) -> tuple[int, str]:
+def of_call(fn: Callable[[], Any], backend: str, device: str) -> tuple[int, str]:
     """(peak bytes of one call of `fn`, the method used)."""
     fallback = resident_peak if device == "cpu" else free_memory_peak
     return backends.get(backend).peak.get(device, fallback)(fn)

@@ -20,7 +20,7 @@ from harness.core.spec import Spec
 from harness.core.tolerance import eps
 from harness.util.deadline import CallTimeout, call_with_deadline
 
-STATUSES = ("pass", "fail", "error", "skip")
+VERDICTS = ("pass", "fail", "error", "skip")
 FORWARD_BATCH = 2
 
 

@@ -18,6 +18,7 @@ from harness.report import convention, fmt, markdown, positions
 from harness.report.answer import Answer, gain
 from harness.report.measures import usual
 from harness.report.recommend import REGIMES, Recommendation
+from harness.util import units
 
 ACCURACY_TITLE = "Accuracy at the same positions"
 
@@ -118,7 +119,7 @@ def _detail(picks: Sequence[Recommendation], bench: pd.DataFrame, named: str,
         if len({q.threads for q in picks}) > 1:
             row["threads"] = p.threads
         row.update({"use": f"**{p.impl}**" + _timed_as(p, name),
-                    "time": fmt.time(p.score_s), "first call": fmt.time(p.first_call_s),
+                    "time": units.seconds(p.score_s), "first call": units.seconds(p.first_call_s),
                     "vs usual": _gain_text(speedup, p.impl == base),
                     "usual choice": base or "-",
                     "runner-up (lead)": f"{p.runner_up} ({fmt.ratio(p.lead)})" if p.runner_up else "-",

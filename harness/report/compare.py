@@ -21,6 +21,7 @@ from harness.report import fmt
 from harness.report.load import CELL
 from harness.report.measures import timed
 from harness.runs.flags import flagged
+from harness.util import units
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ class Change:
 
     def describe(self) -> str:
         return (f"{self.workload} {self.impl} {self.length}x{self.d_model} {self.dtype} "
-                f"{fmt.threads(self.threads)}: {fmt.time(self.base_s)} -> {fmt.time(self.new_s)} "
-                f"({fmt.pct(self.pct)}, spread {fmt.time(self.spread_s)})")
+                f"{fmt.threads(self.threads)}: {units.seconds(self.base_s)} -> {units.seconds(self.new_s)} "
+                f"({fmt.pct(self.pct)}, spread {units.seconds(self.spread_s)})")
 
 
 def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:

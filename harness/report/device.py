@@ -16,6 +16,7 @@ from typing import Mapping, Optional, Sequence
 import pandas as pd
 
 from harness.report import fmt, markdown
+from harness.util import units
 
 FILL = "roof-torch-cuda-fill"
 HEADLINE = (8192, 1024)          # 32 MiB in float32: fits an H100's 50 MB L2
@@ -91,13 +92,13 @@ def headline_table(rows: pd.DataFrame, length: int, d_model: int, dtype: str) ->
         row = {"impl": impl}
         for mode in MODES:
             if mode in times.columns:
-                row[mode] = fmt.time(t.get(mode))
+                row[mode] = units.seconds(t.get(mode))
                 row[f"x fill ({mode})"] = fmt.ratio(t.get(mode) / fill.get(mode))
         if "graph" in times.columns:
             graph = t.get("graph")
             row["GB/s (graph)"] = f"{nbytes / graph / 1e9:.0f}" if pd.notna(graph) else "-"
             row["% of fill BW"] = f"{100 * fill.get('graph') / graph:.0f}%" if pd.notna(graph) else "-"
-            row["launch"] = fmt.time(t.get("sync") - graph)
+            row["launch"] = units.seconds(t.get("sync") - graph)
         out.append(row)
     return pd.DataFrame(out)
 
@@ -117,4 +118,4 @@ def launch_table(rows: pd.DataFrame, sizes: Sequence[tuple[int, int]] = ()) -> p
     frame = pd.DataFrame(columns).dropna(how="all")
     if frame.empty:
         return frame
-    return frame.map(fmt.time).rename_axis("impl").reset_index()
+    return frame.map(units.seconds).rename_axis("impl").reset_index()

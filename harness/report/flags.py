@@ -21,6 +21,7 @@ from harness.report.load import Run
 from harness.report.measures import timed
 from harness.report.recommend import Recommendation, recommend
 from harness.runs.flags import LOAD_MARGIN, LOOKUP, THREAD_SLOWDOWN, flagged, kinds
+from harness.util import units
 
 MAX_LISTED = 40
 TITLE = "Flagged and invalid cells"
@@ -81,7 +82,7 @@ def _flagged(marked: pd.DataFrame, ok: int, frame: pd.DataFrame,
     listed = marked.assign(cell=_cell(marked)).sort_values(["workload", "impl", "elements"])
     table = pd.DataFrame({
         "workload": listed["workload"], "impl": listed["impl"], "cell": listed["cell"],
-        "median": listed["median_s"].map(fmt.time),
+        "median": listed["median_s"].map(units.seconds),
         "others busy": _column(listed, "others_busy").map(_cores),
         "load avg": _column(listed, "load_after").map(_cores),
         "why": listed["flags"].astype(str) if "flags" in listed.columns else ""})

@@ -1,4 +1,4 @@
-"""Human-readable numbers for report cells: times with units, ratios, errors, changes.
+"""Human-readable numbers for report cells: ratios, errors, changes (times: harness.util.units).
 
 One place for these so that every table and plot label reads the same way.
 """
@@ -7,16 +7,9 @@ from __future__ import annotations
 
 import math
 
-from harness.util import units
-
 
 def _missing(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and not math.isfinite(value))
-
-
-def time(seconds: float | None) -> str:
-    """'84.1 ms': the same units as the progress lines (harness.util.units)."""
-    return units.seconds(seconds)
 
 
 def ratio(value: float | None) -> str:

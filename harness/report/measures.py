@@ -25,7 +25,6 @@ DEVICE_BASELINES: Mapping[tuple[str, str], tuple[str, ...]] = {
 #: Seed 000 (torch stack-flatten): the reference point of the speed targets.
 SEED_000 = "seed-torch-stack"
 #: IQR/median above which a cell is flagged as noisy (docs/design.md, measurement rules).
-NOISY = units.NOISY_IQR
 
 
 def workload_rank(workload: str) -> tuple[bool, str]:
@@ -90,7 +89,7 @@ def spread(frame: pd.DataFrame) -> pd.Series:
 
 
 def noisy(frame: pd.DataFrame) -> pd.Series:
-    return spread(frame) > NOISY
+    return spread(frame) > units.NOISY_IQR
 
 
 def timed(frame: pd.DataFrame) -> pd.DataFrame:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from harness.report import fmt
 from harness.report.measures import noisy, speedup
+from harness.util import units
 
 NOISY_MARK = "*"
 
@@ -47,7 +48,7 @@ def _cells(rows: pd.DataFrame, values: pd.Series, show: Callable[[float], str]) 
 def medians(rows: pd.DataFrame) -> pd.DataFrame:
     """Median time per cell with units; noisy cells (IQR/median > 10%) marked."""
     marks = noisy(rows).map(lambda flag: NOISY_MARK if flag else "")
-    text = _cells(rows, rows["median_s"], fmt.time) + marks.where(rows["ok"], "")
+    text = _cells(rows, rows["median_s"], units.seconds) + marks.where(rows["ok"], "")
     return pivot(rows, text, speed_order(rows))
 
 

@@ -20,8 +20,9 @@ from harness.report.figures import bold_ticks, grid, heatmap, highlighted, legen
 from harness.report.frontier import Point, Tradeoff
 from harness.report.measures import groups, speedup, thread_range, thread_scaling, timed
 from harness.report.pivots import pivot, speed_order
+from harness.util import units
 
-TIME_AXIS = FuncFormatter(lambda v, _: fmt.time(v))
+TIME_AXIS = FuncFormatter(lambda v, _: units.seconds(v))
 #: log2 of the speedup at which heatmap colours saturate (16x): the cells still show the value.
 SATURATE = 4.0
 #: What the roof of each workload is (docs/design.md, measurement rules: a roof in every run).

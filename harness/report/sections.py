@@ -16,7 +16,8 @@ from harness.report import fmt, markdown, pivots
 from harness.report.compare import Change, as_frame
 from harness.report.frontier import REFERENCE, Tradeoff
 from harness.report.load import Run
-from harness.report.measures import NOISY, groups, speedup, spread, timed
+from harness.report.measures import groups, speedup, spread, timed
+from harness.util import units
 
 MAX_LISTED = 40
 #: What every roof ratio divides by (harness/bench/roofs.py).
@@ -75,7 +76,7 @@ def accuracy_vs_speed(trades: Sequence[Tradeoff], figures: Mapping[str, Path], o
         f"are medians of the same run; *x roof* is time over {ROOF}.{within}")]
     for trade in trades:
         rows = [{"impl": p.impl + _convention(p.convention), "threads": p.threads,
-                 "median": fmt.time(p.median_s),
+                 "median": units.seconds(p.median_s),
                  "x roof": fmt.ratio(p.roof_ratio),
                  **{f"vs {name}": fmt.ratio(x) for name, x in p.speedups},
                  "max err f32 (long)": str(p.accuracy) if p.accuracy else "-",
@@ -95,9 +96,10 @@ def workload(run: Run, name: str, baseline: str, figures: Mapping[str, Path], ou
     """Median, speedup and roof pivots of one workload, per dtype x threads, with its plots."""
     rows = run.bench[run.bench["workload"] == name]
     blocks = [markdown.heading(2, f"Workload `{name}`"), (
-        f"Median time per call (`{pivots.NOISY_MARK}`: noisy, IQR/median > {NOISY:.0%}); speedup "
-        f"is {baseline}'s median over the implementation's (> 1x: faster); *time / roof* is the "
-        f"implementation's median over {ROOF}, timed in the same run (1x: at the memory limit). Rows fastest first.")]
+        f"Median time per call (`{pivots.NOISY_MARK}`: noisy, IQR/median > "
+        f"{units.NOISY_IQR:.0%}); speedup is {baseline}'s median over the implementation's "
+        f"(> 1x: faster); *time / roof* is the implementation's median over {ROOF}, timed in "
+        "the same run (1x: at the memory limit). Rows fastest first.")]
     blocks += [markdown.image(figures[key], out, key) for key in
                (f"{kind}-{name}" for kind in ("time", "speedup", "roof", "threads")) if key in figures]
     for dtype, threads, group in groups(rows):
@@ -134,14 +136,14 @@ def change(cells: Sequence[Change], base: Run, of: str = "") -> str:
 def noisy(run: Run) -> str:
     """The cells whose spread makes their median doubtful, worst first."""
     bench = run.bench.assign(spread=spread(run.bench))
-    bad = bench[bench["spread"] > NOISY].sort_values("spread", ascending=False)
+    bad = bench[bench["spread"] > units.NOISY_IQR].sort_values("spread", ascending=False)
     head = markdown.heading(2, "Noisy cells")
     if bad.empty:
-        return markdown.join(head, f"None: every cell has IQR/median <= {NOISY:.0%}.")
+        return markdown.join(head, f"None: every cell has IQR/median <= {units.NOISY_IQR:.0%}.")
     frame = pd.DataFrame({"workload": bad["workload"], "impl": bad["impl"], "cell": _cell(bad),
-                          "median": bad["median_s"].map(fmt.time), "IQR": bad["iqr_s"].map(fmt.time),
+                          "median": bad["median_s"].map(units.seconds), "IQR": bad["iqr_s"].map(units.seconds),
                           "IQR/median": bad["spread"].map(lambda v: f"{v:.0%}")})
-    return markdown.join(head, f"{_cells(len(bad))} with IQR/median > {NOISY:.0%}; compare their "
+    return markdown.join(head, f"{_cells(len(bad))} with IQR/median > {units.NOISY_IQR:.0%}; compare their "
                          "ratios with care (rerun on a quieter machine).",
                          markdown.table(frame.head(MAX_LISTED), index=False), _more(len(bad)))
 

@@ -17,6 +17,7 @@ from harness.report.load import Run
 from harness.report.measures import baseline_speedup, groups, timed, workload_rank
 from harness.report.pivots import speed_order
 from harness.report.recommend import REGIMES, Recommendation
+from harness.util import units
 
 
 def keys(runs: Sequence[Run]) -> list[str]:
@@ -73,7 +74,7 @@ def timings(runs: Sequence[Run], baselines: Sequence[Mapping[str, str]]) -> str:
     for key, run, base in zip(keys(runs), runs, baselines):
         rows = timed(run.bench)
         ratio = baseline_speedup(run.bench, base)
-        text = [f"{fmt.time(m)} ({fmt.ratio(x)})" if ok else status for m, x, ok, status in
+        text = [f"{units.seconds(m)} ({fmt.ratio(x)})" if ok else status for m, x, ok, status in
                 zip(rows["median_s"], ratio[rows.index], rows["ok"], rows["status"])]
         labelled.append(rows.assign(run=key, text=text))
     every = pd.concat(labelled, ignore_index=True)

@@ -52,7 +52,7 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class Cell:
+class MatrixCell:
     """What one implementation produced for one probe."""
 
     impl: str
@@ -90,47 +90,47 @@ def probes(quick: bool = False) -> list[Probe]:
 # -- measuring ------------------------------------------------------------------------
 
 def run_cell(impl: Implementation, probe: Probe,
-             timeout_s: float) -> tuple[Cell, Optional[np.ndarray]]:
+             timeout_s: float) -> tuple[MatrixCell, Optional[np.ndarray]]:
     """Build and call `impl` on the probe (float32, else float64); compare with the reference."""
     if not impl.available:
-        return Cell(impl.name, probe.label, "skip", reason=impl.unavailable_reason() or ""), None
+        return MatrixCell(impl.name, probe.label, "skip", reason=impl.unavailable_reason() or ""), None
     spec = next((probe.spec.replace(dtype=d) for d in PROBE_DTYPES
                  if impl.supports(probe.spec.replace(dtype=d)) is None), None)
     if spec is None:
-        return Cell(impl.name, probe.label, "skip", reason=impl.supports(probe.spec) or ""), None
+        return MatrixCell(impl.name, probe.label, "skip", reason=impl.supports(probe.spec) or ""), None
     try:
         out = call_with_deadline(call_with_deadline(lambda: impl.build(spec), timeout_s), timeout_s)
     except Exception as exc:
-        return Cell(impl.name, probe.label, "error", reason=f"{type(exc).__name__}: {exc}"), None
+        return MatrixCell(impl.name, probe.label, "error", reason=f"{type(exc).__name__}: {exc}"), None
     result = compare(out, reference(spec), tolerance(spec), spec.dtype)
     table = to_numpy(out).astype(np.float64) if np.isfinite(result.max_abs_err) else None
     status = "match" if result.reason is None else "differs" if table is not None else "error"
-    return Cell(impl.name, probe.label, status, result.max_abs_err, result.reason or ""), table
+    return MatrixCell(impl.name, probe.label, status, result.max_abs_err, result.reason or ""), table
 
 
 def impl_cells(impl: Implementation, grid: Sequence[Probe],
-               timeout_s: float) -> Iterator[tuple[Cell, Optional[np.ndarray]]]:
+               timeout_s: float) -> Iterator[tuple[MatrixCell, Optional[np.ndarray]]]:
     """One implementation at every probe (the task harness.core.isolate runs in a child process)."""
     for probe in grid:
         yield run_cell(impl, probe, timeout_s)
 
 
 def lost_cells(grid: Sequence[Probe], impl: Implementation, done: int,
-               why: str) -> list[tuple[Cell, Optional[np.ndarray]]]:
+               why: str) -> list[tuple[MatrixCell, Optional[np.ndarray]]]:
     """The probes a dead process did not finish: errors, the first with why it died."""
-    return [(Cell(impl.name, p.label, "error",
+    return [(MatrixCell(impl.name, p.label, "error",
                   reason=why if i == 0 else "not run: its process died on an earlier probe"), None)
             for i, p in enumerate(grid[done:])]
 
 
-def measure(impls: Sequence[Implementation], grid: Sequence[Probe], timeout_s: float,
+def build_tables(impls: Sequence[Implementation], grid: Sequence[Probe], timeout_s: float,
             isolation: Optional[isolate.Isolation] = None,
-            ) -> tuple[list[Cell], dict[tuple[str, str], str]]:
+            ) -> tuple[list[MatrixCell], dict[tuple[str, str], str]]:
     """Every cell, and per (impl, probe) the class of table it produced at that probe."""
     grid = tuple(grid)
     task = isolate.Task("harness.verbs.convention_matrix:impl_cells", (grid, timeout_s))
     by_impl = isolate.run(impls, task, partial(lost_cells, grid), isolation)
-    cells: list[Cell] = []
+    cells: list[MatrixCell] = []
     classes: dict[tuple[str, str], str] = {}
     for i, probe in enumerate(grid):
         produced: dict[str, np.ndarray] = {}
@@ -188,7 +188,7 @@ def distances(grid: Sequence[Probe]) -> pd.DataFrame:
 
 # -- presenting -----------------------------------------------------------------------
 
-def cells_frame(cells: Sequence[Cell], grid: Sequence[Probe],
+def cells_frame(cells: Sequence[MatrixCell], grid: Sequence[Probe],
                 classes: dict[tuple[str, str], str]) -> pd.DataFrame:
     specs = {p.label: p.spec for p in grid}
     return pd.DataFrame([{"probe": c.probe, **specs[c.probe].as_dict(), "impl": c.impl,
@@ -196,7 +196,7 @@ def cells_frame(cells: Sequence[Cell], grid: Sequence[Probe],
                           "max_abs_err": c.max_abs_err, "reason": c.reason} for c in cells])
 
 
-def markdown(grid: Sequence[Probe], cells: Sequence[Cell], classes: dict[tuple[str, str], str],
+def markdown(grid: Sequence[Probe], cells: Sequence[MatrixCell], classes: dict[tuple[str, str], str],
              dist: pd.DataFrame) -> str:
     names = list(dict.fromkeys(c.impl for c in cells))
     groups = equivalence_classes(names, grid, classes)
@@ -249,7 +249,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         return exitcodes.USAGE
     timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
     grid = probes(args.quick)
-    cells, classes = measure(chosen, grid, timeout_s, isolate.from_args(args, 2 * timeout_s + 60))
+    cells, classes = build_tables(chosen, grid, timeout_s, isolate.from_args(args, 2 * timeout_s + 60))
     dist = distances(grid)
     out = Path(args.out)
     io.write_csv(out / "conventions.csv", cells_frame(cells, grid, classes))

@@ -25,7 +25,7 @@ import pandas as pd
 
 from harness.core import isolate, kinds
 from harness.core.cases import LONG_POSITIONS
-from harness.core.checks import STATUSES, Check, check
+from harness.core.checks import VERDICTS, Check, check
 from harness.core.registry import Implementation
 from harness.core.selection import select
 from harness.core.spec import Spec
@@ -96,7 +96,7 @@ def summary(checks: Sequence[Check]) -> list[dict]:
         problems = [c for c in mine if c.status in ("fail", "error")]
         rows.append({
             "impl": name, "backend": mine[0].backend, "device": mine[0].device,
-            **{s: sum(c.status == s for c in mine) for s in STATUSES},
+            **{s: sum(c.status == s for c in mine) for s in VERDICTS},
             "worst_err": max((c.max_abs_err for c in ran), default=float("nan")),
             "worst_ratio": worst.err_ratio if worst else float("nan"),
             "f32_err_long": max(f32_long, default=float("nan")),
@@ -195,7 +195,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     def progress(impl: Implementation, mine: list[Check]) -> None:
         done.extend(mine)
         write_outputs(done, out)
-        counts = {s: sum(c.status == s for c in mine) for s in STATUSES}
+        counts = {s: sum(c.status == s for c in mine) for s in VERDICTS}
         print(f"[{len({c.impl for c in done})}/{len(chosen)}] {impl.name:<24} "
               + " ".join(f"{k} {v}" for k, v in counts.items())
               + f"  ({time.perf_counter() - started:.0f} s)", file=log, flush=True)
