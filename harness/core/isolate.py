@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-import harness
 from harness import backends
-from harness.core.registry import Implementation
+from harness.core import plugins
+from harness.core.registry import REGISTRY, Implementation
 from harness.util import lifeline
 
 RESULTS_ENV = "PE_HARNESS_ISOLATE_FD"
-ROOT = Path(harness.__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 POLL_S = 0.2
 HEADER = struct.Struct(">I")
 
@@ -277,7 +277,8 @@ def child() -> None:
         _write_all(out, HEADER.pack(len(data)) + data)
 
     try:
-        impls = {i.name: i for i in harness.implementations(request.plugins)}
+        plugins.load_all(request.plugins)
+        impls = {i.name: i for i in REGISTRY.all()}
         for backend in {impls[n].backend for n in request.names if n in impls}:
             prepare = backends.get(backend).prepare
             if prepare is not None:
