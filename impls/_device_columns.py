@@ -9,8 +9,9 @@ placement mistake here is caught by verify rather than shared with it.
 
 Why it is accurate: the angle is formed and reduced modulo 2 pi in float64
 (error ~1e-12 at any position up to 2**40), and only the reduced angle
-(|r| < 3 pi / 2) is rounded to float32 for the sine, so the error stays
-~3e-7 at a million positions where a float32 angle is off by ~6e-2.
+(|r| < 3 pi / 2) is rounded to float32 for the sine: verify measured 2.0e-7 on an
+H100 at a million positions, where the float32-angle variants are off by 2.2e-2
+(results/20261123-063516-c16a9a1/verify.md).
 """
 
 from __future__ import annotations

@@ -185,3 +185,35 @@ def test_without_a_gpu_cuda_implementations_are_unavailable_with_the_reason():
     assert cuda, "CUDA implementations are registered"
     for impl in cuda:
         assert not impl.available and impl.unavailable_reason()
+
+
+def test_report_titles_name_the_gpu_of_a_run_recorded_before_the_label_did(tmp_path):
+    from harness.report.load import Run
+
+    old = Run(tmp_path, {"machine": "Xeon x16", "gpu": "NVIDIA H100"}, pd.DataFrame(), None)
+    assert old.machine == "NVIDIA H100 (Xeon x16)"
+    new = Run(tmp_path, {"machine": "NVIDIA H100 (Xeon x16)", "gpu": "NVIDIA H100"},
+              pd.DataFrame(), None)
+    assert new.machine == "NVIDIA H100 (Xeon x16)"
+    assert Run(tmp_path, {"machine": "EPYC x2", "gpu": None}, pd.DataFrame(), None).machine == "EPYC x2"
+
+
+def test_reading_device_attributes_retains_no_context(monkeypatch):
+    """env.json reads L2 size and clocks in the bench parent: that must not create a CUDA
+    context there (only a sync or a flush retains the primary context)."""
+    calls = []
+
+    class FakeLib:
+        def __getattr__(self, name):
+            def call(*args):
+                calls.append(name)
+                return 0
+            return call
+
+    monkeypatch.setattr(cuda_driver, "driver", lambda: cuda_driver.Driver(FakeLib(), 0))
+    cuda_driver._primary_context.cache_clear()
+    cuda_driver.device_facts()
+    assert "cuDeviceGetAttribute" in calls and "cuDevicePrimaryCtxRetain" not in calls
+    cuda_driver.synchronize()
+    assert "cuDevicePrimaryCtxRetain" in calls and calls[-1] == "cuCtxSynchronize"
+    cuda_driver._primary_context.cache_clear()

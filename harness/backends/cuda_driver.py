@@ -29,7 +29,6 @@ class CudaUnavailable(RuntimeError):
 class Driver:
     lib: ctypes.CDLL
     device: int
-    context: ctypes.c_void_p
 
     def call(self, name: str, *args) -> None:
         status = getattr(self.lib, name)(*args)
@@ -37,7 +36,7 @@ class Driver:
             raise CudaUnavailable(f"{name} failed with CUDA error {status}")
 
     def make_current(self) -> None:
-        self.call("cuCtxSetCurrent", self.context)
+        self.call("cuCtxSetCurrent", _primary_context())
 
     def attribute(self, name: str) -> int:
         value = ctypes.c_int()
@@ -47,7 +46,8 @@ class Driver:
 
 @functools.cache
 def driver() -> Driver:
-    """libcuda, initialised, with device 0's primary context retained (the one libraries use)."""
+    """libcuda, initialised, with device 0. No context yet: reading attributes needs none, so
+    the bench parent (env.json) never holds one; syncs and flushes retain the primary one."""
     try:
         lib = ctypes.CDLL("libcuda.so.1")
     except OSError as exc:
@@ -55,14 +55,20 @@ def driver() -> Driver:
     status = lib.cuInit(0)
     if status != 0:
         raise CudaUnavailable(f"cuInit failed with CUDA error {status} (no usable GPU)")
-    device, count, context = ctypes.c_int(), ctypes.c_int(), ctypes.c_void_p()
+    device, count = ctypes.c_int(), ctypes.c_int()
     lib.cuDeviceGetCount(ctypes.byref(count))
     if count.value < 1:
         raise CudaUnavailable("the CUDA driver sees no device")
-    found = Driver(lib, 0, context)
-    found.call("cuDeviceGet", ctypes.byref(device), 0)
-    found.call("cuDevicePrimaryCtxRetain", ctypes.byref(context), device)
-    return Driver(lib, device.value, context)
+    Driver(lib, 0).call("cuDeviceGet", ctypes.byref(device), 0)
+    return Driver(lib, device.value)
+
+
+@functools.cache
+def _primary_context() -> ctypes.c_void_p:
+    """Device 0's primary context, the one torch, CuPy, Numba and JAX run in."""
+    d, context = driver(), ctypes.c_void_p()
+    d.call("cuDevicePrimaryCtxRetain", ctypes.byref(context), d.device)
+    return context
 
 
 def problem() -> Optional[str]:

@@ -46,7 +46,6 @@ def import_quietly() -> None:
 
 
 def pin_threads(threads: int) -> str:
-    import_quietly()
     import tensorflow as tf
 
     threading = tf.config.threading

@@ -26,7 +26,9 @@ def pin(backend: str, threads: int) -> str:
     values = {os.environ.get(name, "unset") for name in ENV_VARS}
     env = values.pop() if len(values) == 1 else "mixed"
     settings = [f"env OMP/MKL/OPENBLAS/NUMBA/TF={env}"]
-    pinner = backends.get(backend).pin_threads
-    if pinner is not None:
-        settings.append(pinner(threads))
+    adapter = backends.get(backend)
+    if adapter.prepare is not None:     # before its pools start: e.g. TF's quiet import
+        adapter.prepare()
+    if adapter.pin_threads is not None:
+        settings.append(adapter.pin_threads(threads))
     return "; ".join(settings)

@@ -11,7 +11,7 @@ that fill reached.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional
 
 import pandas as pd
 
@@ -103,15 +103,14 @@ def headline_table(rows: pd.DataFrame, length: int, d_model: int, dtype: str) ->
     return pd.DataFrame(out)
 
 
-def launch_table(rows: pd.DataFrame, sizes: Sequence[tuple[int, int]] = ()) -> pd.DataFrame:
+def launch_table(rows: pd.DataFrame) -> pd.DataFrame:
     """impl x (the two smallest float32 sizes): launch overhead, sync - graph."""
     f32 = rows[rows["dtype"] == "float32"]
     if not {"sync", "graph"} <= set(f32["mode"]):
         return pd.DataFrame()
     everything = sorted(set(zip(f32["length"], f32["d_model"])), key=lambda s: (s[0] * s[1], s))
-    sizes = sizes or everything[:2]
     columns = {}
-    for length, d_model in sizes:
+    for length, d_model in everything[:2]:
         times = medians(f32[(f32["length"] == length) & (f32["d_model"] == d_model)])
         if {"sync", "graph"} <= set(times.columns):
             columns[f"{length}x{d_model}"] = times["sync"] - times["graph"]

@@ -52,7 +52,11 @@ class Run:
 
     @property
     def machine(self) -> str:
-        return str(self.env.get("machine") or _first(self.bench, "machine") or "unknown machine")
+        """What titles call the machine: its GPU first when it had one (runs recorded before
+        env.json's label named the GPU get it here)."""
+        host = str(self.env.get("machine") or _first(self.bench, "machine") or "unknown machine")
+        gpu = self.env.get("gpu")
+        return f"{gpu} ({host})" if gpu and str(gpu) not in host else host
 
     @property
     def run_id(self) -> str:

@@ -26,6 +26,8 @@ TIME_AXIS = FuncFormatter(lambda v, _: units.seconds(v))
 #: log2 of the speedup at which heatmap colours saturate (16x): the cells still show the value.
 SATURATE = 4.0
 #: What the roof of each workload is (docs/design.md, measurement rules: a roof in every run).
+#: On a GPU the roof is the device's own, timed in the same mode (harness.bench.modes).
+DEVICE_ROOF = "bare device fill (or copy) of the same bytes, per synchronised call"
 ROOFS = {"table": "fastest bare fill of the same bytes (fresh or recycled memory)",
          "forward": "fastest bare x + y of the same shape (fresh or recycled memory)"}
 #: A float32 angle p * inv_freq is rounded to ~2^-24 relative, so sin is off by up to ~p * 2^-24.
@@ -90,8 +92,9 @@ def roof_heatmap(bench: pd.DataFrame, workload: str, machine: str, path: Path,
     if mine.empty:
         return None
     top = max(1.0, float(np.log10(mine).max()))
-    return _heatmaps(rows, workload, ratio, machine, path,
-                     f"{workload}: time / roof; 1x = {ROOFS.get(workload, 'the roof')}",
+    on_device = bool((rows.loc[mine.index, "device"] != "cpu").all())
+    roof = DEVICE_ROOF if on_device else ROOFS.get(workload, "the roof")
+    return _heatmaps(rows, workload, ratio, machine, path, f"{workload}: time / roof; 1x = {roof}",
                      Normalize(0.0, top), "YlOrRd", np.log10, styles)
 
 
