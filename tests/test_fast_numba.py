@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from harness import Spec, reference
-from harness.core.checks import check, forward_input
+from harness.core.checks import check
+from harness.core.kinds.table import forward_input
 from harness.core.registry import REGISTRY
 from impls import fast_numba  # noqa: F401  (registers)
 from impls.fast_numba import BLOCK, BLOCK_EXACT

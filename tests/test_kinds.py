@@ -32,16 +32,18 @@ SQUARES = kinds.Kind(
     name="squares", spec_type=Squares,
     reference=lambda s: np.arange(s.n, dtype=np.float64) ** 2,
     tolerance=lambda s: np.full(s.n, 1e-12),
-    cases=lambda quick=False, n_random=0, seed=0: [Squares(3), Squares(10)])
+    cases=lambda quick=False, n_random=0, seed=0: [Squares(3), Squares(10)],
+    workloads=(kinds.Workload("squares", shape=lambda s, batch, heads: (s.n,)),),
+    conventions={"plain": {}}, bench_spec=lambda length, width, dtype, convention: Squares(length))
 
 
 @pytest.fixture
 def toy(monkeypatch):
     monkeypatch.setitem(kinds.KINDS, "squares", SQUARES)
     reg = Registry()
-    reg.register(name="squares-right", backend="numpy", kind="squares",
+    reg.register(name="squares-right", backend="numpy", kind="squares", workload="squares",
                  supports=lambda s: None)(lambda s: (lambda: np.arange(s.n) ** 2.0))
-    reg.register(name="squares-off", backend="numpy", kind="squares",
+    reg.register(name="squares-off", backend="numpy", kind="squares", workload="squares",
                  supports=lambda s: None)(lambda s: (lambda: np.arange(s.n) ** 2.0 + 1))
     reg.register(name="table-only", backend="numpy")(
         lambda s: (lambda: np.zeros((s.length, s.d_model), s.dtype)))
@@ -68,7 +70,9 @@ def test_an_unknown_kind_or_a_workload_the_kind_has_not_is_refused():
     with pytest.raises(ValueError, match="kind must be one of"):
         Registry().register(name="x", backend="numpy", kind="nope")(lambda s: None)
     with pytest.raises(ValueError, match="workload must be one of"):
-        Registry().register(name="y", backend="numpy", workload="apply")(lambda s: None)
+        Registry().register(name="y", backend="numpy", workload="nope")(lambda s: None)
+    with pytest.raises(ValueError, match="workload must be one of .*'forward'.* for kind 'table'"):
+        Registry().register(name="z", backend="numpy", kind="table", workload="squares")(lambda s: None)
 
 
 def test_verify_gives_each_kind_its_own_cases(toy, tmp_path, monkeypatch):

@@ -11,13 +11,13 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Optional
 
-from harness.core.conventions import CONVENTIONS
+from harness.core import kinds
 from harness.core.registry import Implementation
-from harness.core.spec import Spec
 
 #: ok: timed; invalid: ran, but its result is not a valid table or its callable is a lookup
 #: (harness.bench.validity), so it was not timed; error, timeout: it failed or hung; skip: not run.
 STATUSES = ("ok", "invalid", "error", "timeout", "skip")
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 
 
@@ -37,26 +37,40 @@ class Cell:
     batch: int = 1
     is_roof: bool = False
     mode: str = ""          # how a device cell is timed (harness.bench.modes); "" on the CPU
+    heads: int = 1          # attention heads of a rotary apply's q and k
+    kind: str = "table"     # the kind of table (harness.core.kinds); its workload says which
 
     @property
     def key(self) -> str:
         """Stable identity in the journal and for --resume (the convention follows from impl)."""
-        batch = f"-b{self.batch}" if self.workload == "forward" else ""
+        batch = ""
+        if self.work.batched:
+            batch = f"-b{self.batch}" + (f"h{self.heads}" if self.heads != 1 else "")
         mode = f":{self.mode}" if self.mode else ""
         return (f"{self.impl}:{self.workload}:{self.device}:{self.length}x{self.d_model}{batch}"
                 f":{self.dtype}:{self.threads}t{mode}")
 
     @property
+    def work(self) -> kinds.Workload:
+        return kinds.named(self.kind).workload(self.workload)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """What one call returns (a tuple result's parts stacked first)."""
+        return self.work.shape(self.spec(), self.batch, self.heads)
+
+    @property
     def elements(self) -> int:
-        """Elements written per call: the table, or x + PE for every batch row."""
-        return self.batch * self.length * self.d_model
+        """Elements written per call: the table, x + PE for every batch row, a cos/sin pair..."""
+        return math.prod(self.shape)
 
     @property
     def bytes_out(self) -> int:
-        return self.elements * Spec(1, 2, dtype=self.dtype).itemsize
+        return self.elements * ITEMSIZE[self.dtype]
 
-    def spec(self) -> Spec:
-        return Spec(self.length, self.d_model, dtype=self.dtype, **CONVENTIONS[self.convention])
+    def spec(self) -> Any:
+        return kinds.named(self.kind).bench_spec(self.length, self.d_model, self.dtype,
+                                                 self.convention)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,11 +82,21 @@ class Cell:
 
 def choose_convention(impl: Implementation, length: int, d_model: int,
                       dtype: str) -> tuple[Optional[str], str]:
-    """(first supported convention, "") or (None, why the paper convention is not supported)."""
-    for name, extra in CONVENTIONS.items():
-        if impl.supports(Spec(length, d_model, dtype=dtype, **extra)) is None:
-            return name, ""
-    return None, impl.supports(Spec(length, d_model, dtype=dtype)) or "no convention supported"
+    """(first of its kind's conventions it supports, "") or (None, why the first is not
+    supported)."""
+    kind = kinds.named(impl.kind)
+    first = None
+    for name in kind.conventions:
+        try:
+            spec = kind.bench_spec(length, d_model, dtype, name)
+        except ValueError as exc:        # these axes make no spec of this convention
+            reason = str(exc)
+        else:
+            reason = impl.supports(spec)
+            if reason is None:
+                return name, ""
+        first = first or reason
+    return None, first or "no convention supported"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from harness import backends
 from harness.bench.cells import Cell, choose_convention
 from harness.bench.modes import MODES, QUICK_MODES, modes_for
 from harness.bench.roofs import roofs_for
-from harness.core.registry import WORKLOADS, Implementation
+from harness.core import kinds
+from harness.core.registry import Implementation
 
 DEFAULT_LENGTHS = (64, 512, 4096, 8192, 65536)
 DEFAULT_D_MODELS = (64, 256, 1024, 4096)
@@ -38,7 +39,7 @@ class Grid:
     d_models: tuple[int, ...]
     dtypes: tuple[str, ...]
     threads: tuple[int, ...]
-    workloads: tuple[str, ...] = WORKLOADS
+    workloads: tuple[str, ...] = kinds.named("table").workload_names
     batch: int = 2
     max_elements: int = DEFAULT_MAX_ELEMENTS
     device_dtypes: tuple[str, ...] = DEVICE_DTYPES     # dtypes of cells on a GPU

@@ -25,7 +25,7 @@ from typing import Any
 from harness.bench import contention, modes, peak, validity
 from harness.bench.cells import Cell, Outcome
 from harness.bench.settings import Timing
-from harness.core.checks import forward_input, poison
+from harness.core.checks import poison
 from harness.core.registry import Implementation
 
 MAX_REASON = 300
@@ -47,7 +47,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
     done: dict[str, Any] = {"thread_settings": thread_settings}
     try:
         spec = cell.spec()
-        args = (forward_input(spec, cell.batch),) if cell.workload == "forward" else ()
+        args = cell.work.arguments(spec, cell.batch, cell.heads)
         start = time.perf_counter()
         fn = impl.build(spec, *args)
         done["build_s"] = time.perf_counter() - start

@@ -16,7 +16,7 @@ from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_LENGTHS, DEFAULT_MAX_E
                                 QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
 from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
-from harness.core.registry import WORKLOADS
+from harness.core import kinds
 from harness.core.spec import DTYPES
 from harness.runs import journal
 from harness.util.arguments import at_least as _at_least
@@ -52,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--dtypes", metavar="T,..",
                       help=f"of {_csv(DTYPES)} (default float32,float64; --quick float32)")
     grid.add_argument("--threads", metavar="N,..", help="thread counts (default 1 and all cores)")
-    grid.add_argument("--workloads", metavar="W,..", help=f"of {_csv(WORKLOADS)} (default all)")
+    grid.add_argument("--workloads", metavar="W,..", help=f"of {_csv(kinds.all_workloads())} (default all)")
     grid.add_argument("--device-dtypes", metavar="T,..", help="dtypes of GPU cells, of "
                       f"{_csv(DTYPES)} (default {_csv(DEVICE_DTYPES)})")
     grid.add_argument("--modes", metavar="M,..", help=f"how GPU cells are timed, of {_csv(MODES)} "
@@ -90,7 +90,8 @@ def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
         "d_models": (int, lambda d: d >= 2 and d % 2 == 0, "even integers >= 2"),
         "dtypes": (str, lambda t: t in DTYPES, f"names of {_csv(DTYPES)}"),
         "threads": (int, lambda n: 1 <= n <= cores, f"integers from 1 to {cores} (the cores here)"),
-        "workloads": (str, lambda w: w in WORKLOADS, f"names of {_csv(WORKLOADS)}"),
+        "workloads": (str, lambda w: w in kinds.all_workloads(),
+                      f"names of {_csv(kinds.all_workloads())}"),
         "device_dtypes": (str, lambda t: t in DTYPES, f"names of {_csv(DTYPES)}"),
         "modes": (str, lambda m: m in MODES, f"names of {_csv(MODES)}"),
     }

@@ -72,15 +72,10 @@ _LEAVES = (str, int, float, complex, bool, type(None), type, types.ModuleType, t
            types.WrapperDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
-def expected_shape(cell: Cell) -> tuple[int, ...]:
-    """The shape a cell's callable must return."""
-    table = (cell.length, cell.d_model)
-    return (cell.batch, *table) if cell.workload == "forward" else table
-
-
 def output_problem(out: Any, cell: Cell) -> Optional[str]:
-    """None when `out` is a finite array of the cell's shape and dtype, else why not."""
-    problem, _ = well_formed(out, expected_shape(cell), cell.dtype)
+    """None when `out` is a finite array of the cell's shape and dtype (or the tuple of its
+    workload's parts), else why not."""
+    problem, _ = well_formed(out, cell.shape, cell.dtype, cell.work.parts)
     return None if problem is None else f"first call: {problem}"
 
 
@@ -89,7 +84,7 @@ def stale_problem(first: Any, second: Any, poisoned: bool, cell: Cell) -> Option
     whether that worked) and while it was still held, is a fresh result; else why not."""
     if not poisoned and same_buffer(first, second):
         return "returned the same buffer twice: a cached result, not a builder"
-    problem, _ = well_formed(second, expected_shape(cell), cell.dtype)
+    problem, _ = well_formed(second, cell.shape, cell.dtype, cell.work.parts)
     if problem is None:
         return None
     if poisoned and "NaN" in problem:

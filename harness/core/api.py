@@ -13,23 +13,25 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
+from harness.core import kinds
 from harness.core.checks import Check, check
-from harness.core.registry import WORKLOADS, Implementation
-from harness.core.spec import Spec
+from harness.core.registry import Implementation
 
 #: The backend label of a checked callable: nothing to import, no threads to pin. Only `list`
 #: and bench care about backends; the checks judge the returned array by its own type.
 BACKEND = "python"
 
 
-def check_callable(fn: Callable[..., Any], spec: Spec, *, workload: str = "table",
+def check_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str] = None,
                    name: Optional[str] = None, timeout_s: float = 120.0) -> Check:
     """Judge `fn` on `spec` exactly as `verify` judges a registered implementation.
 
     `fn` is what bench would time: for `workload="table"` a zero-argument callable that
     builds the `[length, d_model]` table of `spec` (NumPy, torch, TensorFlow, JAX or CuPy),
     for `workload="forward"` a callable `fn(x) -> x + PE` with `x` of shape
-    `[batch, length, d_model]`. It is called three times: its results are poisoned (NaN)
+    `[batch, length, d_model]`; for another kind's spec (`RotarySpec`, `GridSpec`,
+    `TimestepSpec`) its first workload by default (`workload="cache"` returns the pair
+    `(cos, sin)`, `"apply"` is `fn(q, k, positions) -> (q_rot, k_rot)`). It is called three times: its results are poisoned (NaN)
     in between, so a callable that returns a cached table fails. Returns the `Check`
     (`status` "pass", "fail" or "error", `reason`, `max_abs_err`, `tol`, `err_ratio`,
     `worst_pos`, `worst_col`); an exception or a hang of `fn` is an "error", never raised.
@@ -38,7 +40,7 @@ def check_callable(fn: Callable[..., Any], spec: Spec, *, workload: str = "table
     return check(impl, spec, timeout_s)
 
 
-def assert_callable(fn: Callable[..., Any], spec: Spec, *, workload: str = "table",
+def assert_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str] = None,
                     name: Optional[str] = None, timeout_s: float = 120.0) -> Check:
     """`check_callable`, raising AssertionError unless it passes; returns the passing Check."""
     result = check_callable(fn, spec, workload=workload, name=name, timeout_s=timeout_s)
@@ -58,19 +60,22 @@ def describe(result: Check) -> str:
     return line
 
 
-def _wrap(fn: Callable[..., Any], spec: Spec, workload: str, name: Optional[str]) -> Implementation:
-    """A one-off Implementation whose factory hands back `fn` (bound to x for `forward`)."""
-    if not isinstance(spec, Spec):
-        raise TypeError(f"spec must be a harness.Spec, got {type(spec).__name__}")
+def _wrap(fn: Callable[..., Any], spec: Any, workload: Optional[str],
+          name: Optional[str]) -> Implementation:
+    """A one-off Implementation whose factory hands back `fn` (bound to its inputs, if any)."""
+    try:
+        kind = kinds.of(spec)
+    except TypeError:
+        raise TypeError(f"spec must be a harness.Spec, RotarySpec, GridSpec or TimestepSpec, "
+                        f"got {type(spec).__name__}") from None
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if workload not in WORKLOADS:
-        raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}")
+    work = kind.workload(workload or kind.workloads[0].name)
     label = name or getattr(fn, "__qualname__", None) or type(fn).__name__
 
-    def build(_spec: Spec, *x: Any) -> Callable[[], Any]:
-        return (lambda: fn(*x)) if workload == "forward" else fn
+    def build(_spec: Any, *inputs: Any) -> Callable[[], Any]:
+        return (lambda: fn(*inputs)) if work.inputs is not None else fn
 
     return Implementation(name=label, backend=BACKEND, device="cpu", build=build,
-                          supports_fn=lambda _spec: None, workload=workload,
+                          supports_fn=lambda _spec: None, workload=work.name, kind=kind.name,
                           origin=getattr(fn, "__module__", None) or "?")

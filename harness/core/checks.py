@@ -16,12 +16,13 @@ from harness import backends
 from harness.core import kinds
 from harness.core.convert import dtype_name, to_numpy
 from harness.core.registry import Implementation
-from harness.core.spec import Spec
 from harness.core.tolerance import eps
 from harness.util.deadline import CallTimeout, call_with_deadline
 
 VERDICTS = ("pass", "fail", "error", "skip")
-FORWARD_BATCH = 2
+#: The batch and heads of the inputs verify gives a batched workload (forward, rotary apply).
+CHECK_BATCH = 2
+CHECK_HEADS = 2
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Check:
     backend: str
     device: str
     workload: str
-    spec: Spec
+    spec: Any                 # the spec of its kind (harness.core.kinds)
     status: str
     reason: str = ""
     max_abs_err: float = float("nan")
@@ -46,7 +47,7 @@ class Check:
     def row(self) -> dict[str, Any]:
         """Flat dict for the CSV: identity, Spec fields, measures, verdict."""
         head = {"impl": self.impl, "backend": self.backend, "device": self.device,
-                "workload": self.workload}
+                "kind": kinds.of(self.spec).name, "workload": self.workload}
         tail = {k: getattr(self, k) for k in ("max_abs_err", "tol", "err_ratio", "ulps",
                                               "worst_pos", "worst_col", "status", "reason", "seconds")}
         return {**head, **self.spec.as_dict(), **tail}
@@ -67,10 +68,14 @@ class Comparison:
 FINITE_CHUNK_ELEMENTS = 1 << 22
 
 
-def well_formed(out: Any, shape: tuple[int, ...],
-                want_dtype: str) -> tuple[Optional[str], Optional[np.ndarray]]:
+def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str,
+                parts: tuple[str, ...] = ()) -> tuple[Optional[str], Optional[np.ndarray]]:
     """(None, the result as NumPy) when `out` is an array of `shape` and `want_dtype` holding only
-    finite values, else (why not, None): the cheap part of `compare`, needing no reference."""
+    finite values, else (why not, None): the cheap part of `compare`, needing no reference.
+    With `parts`, `out` is a tuple of that many arrays, each of `shape[1:]`, judged in order and
+    returned stacked."""
+    if parts:
+        return _well_formed_parts(out, shape, want_dtype, parts)
     if out is None:
         return "returned None, not an array", None
     got_dtype = dtype_name(out)
@@ -87,6 +92,21 @@ def well_formed(out: Any, shape: tuple[int, ...],
         count, (position, column) = bad
         return f"{count} NaN/Inf values (first at position {position}, column {column})", None
     return None, arr
+
+
+def _well_formed_parts(out: Any, shape: tuple[int, ...], want_dtype: str,
+                       parts: tuple[str, ...]) -> tuple[Optional[str], Optional[np.ndarray]]:
+    names = ", ".join(parts)
+    if not isinstance(out, (tuple, list)) or len(out) != len(parts):
+        got = f"{len(out)} items" if isinstance(out, (tuple, list)) else type(out).__name__
+        return f"returned {got}, expected a tuple ({names})", None
+    arrays = []
+    for name, part in zip(parts, out):
+        problem, arr = well_formed(part, shape[1:], want_dtype)
+        if problem is not None:
+            return f"{name}: {problem}", None
+        arrays.append(arr)
+    return None, np.stack(arrays)
 
 
 def nonfinite(arr: np.ndarray) -> Optional[tuple[int, tuple[int, int]]]:
@@ -108,10 +128,11 @@ def nonfinite(arr: np.ndarray) -> Optional[tuple[int, tuple[int, int]]]:
     return (count, first) if count else None
 
 
-def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str) -> Comparison:
+def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str,
+            parts: tuple[str, ...] = ()) -> Comparison:
     """Shape, dtype, NaN/Inf (`well_formed`), then the worst error relative to its per-element
-    tolerance."""
-    problem, arr = well_formed(out, expected.shape, want_dtype)
+    tolerance (a tuple result's `parts` stacked, in order, as the reference stacks them)."""
+    problem, arr = well_formed(out, expected.shape, want_dtype, parts)
     if problem is not None:
         return Comparison(problem)
     arr = arr.astype(np.float64)
@@ -123,14 +144,18 @@ def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str
     result = dict(max_abs_err=float(err.max()), tol=float(allowed.flat[flat]),
                   err_ratio=float(ratio.flat[flat]), worst=worst)
     if ratio.flat[flat] > 1.0:
-        return Comparison(f"error {err.flat[flat]:.3g} > tolerance {allowed.flat[flat]:.3g} "
+        where = f"{parts[idx[0]]}: " if parts else ""
+        return Comparison(f"{where}error {err.flat[flat]:.3g} > tolerance {allowed.flat[flat]:.3g} "
                           f"at position {worst[0]}, column {worst[1]}", **result)
     return Comparison(None, **result)
 
 
 def poison(out: Any) -> bool:
     """Fill the returned buffer with NaN in place (by its backend's adapter); False when it
-    cannot be poisoned (immutable TF and JAX tensors, read-only views, unknown types)."""
+    cannot be poisoned (immutable TF and JAX tensors, read-only views, unknown types). A tuple
+    result is poisoned only if every part is."""
+    if isinstance(out, (tuple, list)):
+        return bool(out) and all([poison(part) for part in out])
     owner = backends.owner(out)
     return bool(owner is not None and owner.poison is not None and owner.poison(out))
 
@@ -139,11 +164,13 @@ def same_buffer(first: Any, second: Any) -> bool:
     """The same object, or (NumPy) a view of the same memory: what poisoning could not test."""
     if second is first:
         return True
+    if isinstance(first, (tuple, list)) and isinstance(second, (tuple, list)):
+        return any(same_buffer(a, b) for a, b in zip(first, second))
     return (isinstance(first, np.ndarray) and isinstance(second, np.ndarray)
             and np.shares_memory(first, second))
 
 
-def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
+def check(impl: Implementation, spec: Any, timeout_s: float = 120.0) -> Check:
     """Build, call, compare; call again after poisoning the result, and once more after letting
     both poisoned results go; never raises for the impl's faults."""
 
@@ -167,21 +194,17 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
     if unsupported:
         return verdict("skip", unsupported)
 
-    expected = kind.reference(spec)
-    allowed = kind.tolerance(spec)
-    args: tuple = ()
-    if impl.workload == "forward":
-        x = forward_input(spec)
-        expected = x.astype(np.float64) + expected[None]
-        allowed = allowed[None] + eps(spec.dtype) * (1.0 + np.abs(expected))
-        args = (x,)
+    work = kind.workload(impl.workload)
+    args = work.arguments(spec, CHECK_BATCH, CHECK_HEADS)
+    expected, allowed = work.expected(spec, args, kind.reference(spec), kind.tolerance(spec))
+    parts = work.parts
 
     start = time.perf_counter()
     fn, why = _call(lambda: impl.build(spec, *args), timeout_s)
     first, why = (None, why) if why else _call(fn, timeout_s)
     if why:
         return verdict("error", why, seconds=time.perf_counter() - start)
-    comparison = compare(first, expected, allowed, spec.dtype)
+    comparison = compare(first, expected, allowed, spec.dtype, parts)
     if comparison.reason:
         return verdict("fail", comparison.reason, comparison, time.perf_counter() - start)
 
@@ -194,7 +217,7 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
     if not poisoned and same_buffer(first, second):
         return verdict("fail", "returned the same buffer twice: a cached result, not a builder",
                        comparison, time.perf_counter() - start)
-    again = compare(second, expected, allowed, spec.dtype)
+    again = compare(second, expected, allowed, spec.dtype, parts)
     if again.reason:
         why = "after poisoning the first result: " if poisoned else "second call: "
         hint = " (a cached result, not a builder)" if poisoned and "NaN" in again.reason else ""
@@ -207,7 +230,7 @@ def check(impl: Implementation, spec: Spec, timeout_s: float = 120.0) -> Check:
     third, why = _call(fn, timeout_s)
     if why:
         return verdict("error", "third call: " + why, comparison, time.perf_counter() - start)
-    last = compare(third, expected, allowed, spec.dtype)
+    last = compare(third, expected, allowed, spec.dtype, parts)
     if last.reason:
         return verdict("fail", "after letting two poisoned results go: " + last.reason
                        + " (reused memory without writing it)", last, time.perf_counter() - start)
@@ -222,10 +245,3 @@ def _call(fn: Callable[[], Any], timeout_s: float) -> tuple[Any, str]:
         return None, f"timeout: {exc}"
     except Exception as exc:
         return None, f"{type(exc).__name__}: {exc}"
-
-
-def forward_input(spec: Spec, batch: int = FORWARD_BATCH) -> np.ndarray:
-    """Deterministic x of shape [batch, length, d_model] for the forward workload."""
-    rng = np.random.default_rng(1234)
-    x = rng.standard_normal((batch, spec.length, spec.d_model))
-    return x.astype(spec.dtype if spec.dtype != "bfloat16" else "float32")

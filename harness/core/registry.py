@@ -23,13 +23,10 @@ from typing import Any, Callable, Iterable, Optional
 
 from harness import backends
 from harness.core import kinds
-from harness.core.spec import Spec
 from harness.core.supports import Supports
 
-SupportsFn = Callable[[Spec], Optional[str]]
+SupportsFn = Callable[[Any], Optional[str]]
 Factory = Callable[..., Callable[[], Any]]
-#: The table kind's workloads: what bench times today (bench knows the 1-D table only)
-WORKLOADS = kinds.named("table").workloads
 
 
 @dataclass(frozen=True)
@@ -48,8 +45,11 @@ class Implementation:
     origin: str = ""
     doc: str = ""
 
-    def supports(self, spec: Spec) -> Optional[str]:
-        """None when `spec` is supported, else the reason it is not."""
+    def supports(self, spec: Any) -> Optional[str]:
+        """None when `spec` is supported, else the reason it is not (a spec of another kind
+        never is)."""
+        if not isinstance(spec, kinds.named(self.kind).spec_type):
+            return f"builds a {self.kind!r}, not a {kinds.of(spec).name!r}"
         return self.supports_fn(spec)
 
     @property
@@ -105,10 +105,7 @@ class Registry:
                 f"implementation name {impl.name!r} is already registered by {old.origin}; "
                 "choose another name"
             )
-        workloads = kinds.named(impl.kind).workloads
-        if impl.workload not in workloads:
-            raise ValueError(f"workload must be one of {workloads} for kind {impl.kind!r}, "
-                             f"got {impl.workload!r}")
+        kinds.named(impl.kind).workload(impl.workload)     # both must exist: ValueError if not
         self._impls[impl.name] = impl
         return impl
 
@@ -120,11 +117,13 @@ class Registry:
         device: str = "cpu",
         supports: SupportsFn | Supports | None = None,
         workload: str = "table",
-        kind: str = "table",
+        kind: Optional[str] = None,
         requires: Iterable[str] | None = None,
         check: Optional[Callable[[], Optional[str]]] = None,
     ) -> Callable[[Factory], Factory]:
-        """Decorator for a factory; returns the factory unchanged so it stays testable."""
+        """Decorator for a factory; returns the factory unchanged so it stays testable. The kind
+        follows from the workload (names are unique across kinds) unless given."""
+        kind = kind or kinds.of_workload(workload).name
 
         def decorator(build: Factory) -> Factory:
             self.add(Implementation(

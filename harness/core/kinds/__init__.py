@@ -1,41 +1,108 @@
 """Kinds of table: what every verb needs to know to judge one kind of positional encoding.
 
-The 1-D `[length, d_model]` table is one kind (kinds/table.py); rotary caches, 2-D/3-D grids
-and timestep embeddings are others to come. A kind is one module that builds one `Kind`:
-its spec type, its float64 reference, its per-element tolerance, verify's cases, and the
-workloads bench may time. `checks.check` and `verify` reach a kind only through `of(spec)`
-and `named(name)`, so a new kind needs no change to them; each implementation says which
-kind it builds (`register(kind=...)`, default "table").
+A kind is one module under harness/core/kinds that builds one `Kind`: its spec type, its
+float64 reference and per-element tolerance, verify's cases, its named conventions, how
+bench's axes (length x width x dtype) become a spec, and its workloads. The 1-D
+`[length, d_model]` table (kinds/table.py), the rotary cos/sin cache and its apply
+(kinds/rotary.py), the 2-D/3-D grids (kinds/grid.py) and diffusion timestep embeddings
+(kinds/timestep.py) are kinds. `checks.check`, `verify` and bench reach a kind only through
+`of(spec)` and `named(name)`, so a new kind needs no change to them; each implementation
+says which kind and workload it builds (`register(kind=..., workload=...)`).
+
+A workload is what one implementation's callable does. Its name is unique across kinds
+(the report keys its sections by it). It may be given NumPy inputs (a forward's `x`, an
+apply's q, k and positions), and may return several arrays (`parts`: a rotary cache's cos
+and sin), which the checks judge stacked, in order, against the reference the workload
+expects.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
+
+#: (spec, batch, heads) -> the NumPy arguments a workload's factory gets after the spec
+Inputs = Callable[[Any, int, int], tuple]
+#: (spec, batch, heads) -> the shape of the result (a tuple result's parts stacked first)
+Shape = Callable[[Any, int, int], tuple[int, ...]]
+#: (spec, inputs, reference, tolerance) -> (expected, allowed) for those inputs
+Expect = Callable[[Any, tuple, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One thing an implementation of a kind can be asked to do, and how it is judged."""
+
+    name: str
+    shape: Shape                          # what one call returns (parts stacked first)
+    parts: tuple[str, ...] = ()           # names of a tuple result's arrays; () for one array
+    inputs: Optional[Inputs] = None       # None: the factory gets the spec only
+    expect: Optional[Expect] = None       # None: the kind's reference and tolerance as they are
+    batched: bool = False                 # its inputs have batch (and heads) axes bench sweeps
+    doc: str = ""
+
+    def arguments(self, spec: Any, batch: int = 1, heads: int = 1) -> tuple:
+        return self.inputs(spec, batch, heads) if self.inputs is not None else ()
+
+    def elements(self, spec: Any, batch: int = 1, heads: int = 1) -> int:
+        """Elements one call writes (every part's)."""
+        return math.prod(self.shape(spec, batch, heads))
+
+    def expected(self, spec: Any, args: tuple, reference: np.ndarray,
+                 tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.expect is None:
+            return reference, tolerance
+        return self.expect(spec, args, reference, tolerance)
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of table and the pieces the verbs use to judge it."""
+    """One kind of table and the pieces the verbs use to judge, time and name it."""
 
     name: str
     spec_type: type
     reference: Callable[[Any], np.ndarray]           # float64 truth for a spec
     tolerance: Callable[[Any], np.ndarray]           # allowed |error| per element, same shape
     cases: Callable[..., Sequence[Any]]              # verify's specs: cases(quick, n_random, seed)
-    workloads: tuple[str, ...] = ("table",)          # what bench may time for this kind
+    workloads: tuple[Workload, ...]
+    #: named conventions (spec fields by a short name), the first the default: bench times each
+    #: implementation in the first it supports, the report recommends within one
+    conventions: Mapping[str, Mapping[str, Any]]
+    #: (length, width, dtype, convention) -> the spec bench times for a cell of those axes
+    bench_spec: Callable[[int, int, str, str], Any]
+    #: bench's default axes: (lengths, widths) in full and quick sweeps
+    bench_sizes: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+    bench_sizes_quick: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+    doc: str = ""
+
+    @property
+    def workload_names(self) -> tuple[str, ...]:
+        return tuple(w.name for w in self.workloads)
+
+    def workload(self, name: str) -> Workload:
+        for work in self.workloads:
+            if work.name == name:
+                return work
+        raise ValueError(f"workload must be one of {self.workload_names} for kind {self.name!r}, "
+                         f"got {name!r}")
 
 
 KINDS: dict[str, Kind] = {}
 
 
 def add(kind: Kind) -> Kind:
-    """Register a kind (a name already taken must be the same kind)."""
+    """Register a kind (a name already taken must be the same kind; workload names are unique)."""
     old = KINDS.get(kind.name)
     if old is not None and old != kind:
         raise ValueError(f"kind {kind.name!r} is already defined")
+    for other in KINDS.values():
+        shared = set(other.workload_names) & set(kind.workload_names)
+        if other.name != kind.name and shared:
+            raise ValueError(f"workload names {sorted(shared)} of kind {kind.name!r} are taken "
+                             f"by kind {other.name!r}")
     KINDS[kind.name] = kind
     return kind
 
@@ -56,14 +123,61 @@ def of(spec: Any) -> Kind:
                     f"(known: {', '.join(sorted(KINDS))})")
 
 
+def of_workload(workload: str) -> Kind:
+    """The kind a workload name belongs to."""
+    for kind in KINDS.values():
+        if workload in kind.workload_names:
+            return kind
+    raise ValueError(f"workload must be one of {all_workloads()}, got {workload!r}")
+
+
+def all_workloads() -> tuple[str, ...]:
+    return tuple(name for kind in KINDS.values() for name in kind.workload_names)
+
+
 def reference(spec: Any) -> np.ndarray:
-    """The float64 reference of any kind's spec (the public `harness.reference`)."""
+    """The float64 reference of any kind's spec (the public `harness.reference`); a rotary
+    cache's is cos and sin stacked, `cos, sin = reference(spec)`."""
     return of(spec).reference(spec)
 
 
 def tolerance(spec: Any) -> np.ndarray:
     """The per-element tolerance of any kind's spec (the public `harness.tolerance`)."""
     return of(spec).tolerance(spec)
+
+
+def spec_dict(spec: Any) -> dict[str, Any]:
+    """The spec's fields with its kind first: what `identify --json` prints and
+    `spec_from_dict` reads back."""
+    return {"kind": of(spec).name, **spec.as_dict()}
+
+
+def spec_from_dict(data: Mapping[str, Any]) -> Any:
+    """Rebuild any kind's spec from its fields (`spec_dict`, or `as_dict` with no "kind": the
+    kind whose spec has every given field, the 1-D table first). Bad values raise the spec's
+    own ValueError naming the field."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"spec_from_dict takes a mapping of spec fields, got {type(data).__name__}")
+    fields = dict(data)
+    name = fields.pop("kind", None)
+    if name is not None:
+        kind = named(name)
+    else:
+        fitting = [k for k in KINDS.values() if set(fields) <= _field_names(k.spec_type)]
+        if not fitting:
+            raise ValueError(f"no kind's spec has the fields {sorted(fields)}; add \"kind\" "
+                             f"(one of {sorted(KINDS)})")
+        kind = fitting[0]
+    unknown = set(fields) - _field_names(kind.spec_type)
+    if unknown:
+        raise ValueError(f"{kind.spec_type.__name__} has no field(s) {sorted(unknown)}; "
+                         f"its fields are {sorted(_field_names(kind.spec_type))}")
+    from_dict = getattr(kind.spec_type, "from_dict", None)
+    return from_dict(fields) if from_dict is not None else kind.spec_type(**fields)
+
+
+def _field_names(spec_type: type) -> set[str]:
+    return set(getattr(spec_type, "__dataclass_fields__", {}))
 
 
 from harness.core.kinds import table  # noqa: E402,F401  (registers the built-in kinds)

@@ -2,14 +2,56 @@
 
 The pieces live in harness/core (spec.py, reference.py, tolerance.py, cases.py) because
 identify, precision and the fast implementations' tests use them directly; this module
-is what makes them a kind.
+is what makes them a kind, with two workloads: the table itself, and `forward`, which
+adds it to a batch of activations `x` (`[batch, length, d_model]`) and returns `x + PE`.
 """
 
+from __future__ import annotations
+
+import numpy as np
+
 from harness.core.cases import default_cases
-from harness.core.kinds import Kind, add
+from harness.core.conventions import CONVENTIONS
+from harness.core.kinds import Kind, Workload, add
 from harness.core.reference import reference
 from harness.core.spec import Spec
-from harness.core.tolerance import tolerance
+from harness.core.tolerance import eps, tolerance
 
-TABLE = add(Kind(name="table", spec_type=Spec, reference=reference, tolerance=tolerance,
-                 cases=default_cases, workloads=("table", "forward")))
+#: The batch of x that verify's forward cases use.
+FORWARD_BATCH = 2
+
+
+def forward_input(spec: Spec, batch: int = FORWARD_BATCH, heads: int = 1) -> np.ndarray:
+    """Deterministic x of shape [batch, length, d_model] for the forward workload."""
+    rng = np.random.default_rng(1234)
+    x = rng.standard_normal((batch, spec.length, spec.d_model))
+    return x.astype(spec.dtype if spec.dtype != "bfloat16" else "float32")
+
+
+def _forward_expected(spec: Spec, args: tuple, table: np.ndarray,
+                      allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x + PE, allowing the table's error plus the rounding of the sum in the output dtype."""
+    (x,) = args
+    expected = x.astype(np.float64) + table[None]
+    return expected, allowed[None] + eps(spec.dtype) * (1.0 + np.abs(expected))
+
+
+def _bench_spec(length: int, width: int, dtype: str, convention: str) -> Spec:
+    return Spec(length, width, dtype=dtype, **CONVENTIONS[convention])
+
+
+TABLE = add(Kind(
+    name="table", spec_type=Spec, reference=reference, tolerance=tolerance, cases=default_cases,
+    workloads=(
+        Workload("table", shape=lambda spec, batch, heads: (spec.length, spec.d_model),
+                 doc="build the [length, d_model] table"),
+        Workload("forward", shape=lambda spec, batch, heads: (batch, spec.length, spec.d_model),
+                 inputs=lambda spec, batch, heads: (forward_input(spec, batch),),
+                 expect=_forward_expected, batched=True,
+                 doc="x + PE for x of shape [batch, length, d_model]"),
+    ),
+    conventions=CONVENTIONS, bench_spec=_bench_spec,
+    bench_sizes=((64, 512, 4096, 8192, 65536), (64, 256, 1024, 4096)),
+    bench_sizes_quick=((64, 4096), (64, 512)),
+    doc="the 1-D absolute table of 'Attention is all you need' and its variants",
+))
