@@ -180,4 +180,15 @@ def _field_names(spec_type: type) -> set[str]:
     return set(getattr(spec_type, "__dataclass_fields__", {}))
 
 
-from harness.core.kinds import table  # noqa: E402,F401  (registers the built-in kinds)
+def _register_builtin_kinds() -> None:
+    """Import every module of this package (the 1-D table first): each registers its kind, so
+    a new kind is one new module here and no edit elsewhere."""
+    import importlib
+    import pkgutil
+
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    for name in sorted(names, key=lambda n: n != "table"):
+        importlib.import_module(f"{__name__}.{name}")
+
+
+_register_builtin_kinds()
