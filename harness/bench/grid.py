@@ -1,18 +1,21 @@
 """The sweep grid and the cells it expands to, roofs included.
 
-Axes: workload x length x d_model x dtype x threads x device (each
-implementation's own), and on a GPU x timing mode (harness.bench.modes) with
-the GPU's dtypes (half precision included) instead of threads. Tables over
-`max_elements` are left out so memory and time stay sane; the pure-Python
-backend has no thread pool and is timed at one thread only; anything slower
-still is left to the budgets (`budget`).
+Axes: workload x length x width x dtype x threads x device (each implementation's own),
+and on a GPU x timing mode (harness.bench.modes) with the GPU's dtypes (half precision
+included) instead of threads. Each kind of table (harness.core.kinds) maps length x width
+onto its spec (a 1-D table's positions x d_model, a rotary cache's positions x head_dim, a
+grid's cells x d_model, timesteps x dim) and brings its own default sizes and dtypes; axes
+given on the command line apply to every kind. Tables over `max_elements` are left out, and
+batched cells (forward, rotary apply) past BATCHED_ELEMENTS times that, so memory and time stay
+sane; the pure-Python backend has no thread pool and is timed at one thread only; anything
+slower still is left to the budgets (`budget`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from harness import backends
 from harness.bench.cells import Cell, choose_convention
@@ -21,11 +24,13 @@ from harness.bench.roofs import roofs_for
 from harness.core import kinds
 from harness.core.registry import Implementation
 
-DEFAULT_LENGTHS = (64, 512, 4096, 8192, 65536)
-DEFAULT_D_MODELS = (64, 256, 1024, 4096)
+_TABLE = kinds.named("table")
+DEFAULT_LENGTHS, DEFAULT_D_MODELS = _TABLE.bench_sizes
+QUICK_LENGTHS, QUICK_D_MODELS = _TABLE.bench_sizes_quick
 DEFAULT_MAX_ELEMENTS = 1 << 24          # 16 Mi elements: 64 MiB float32 (8192 x 1024 is in)
-QUICK_LENGTHS = (64, 4096)
-QUICK_D_MODELS = (64, 512)
+#: A batched cell (x + PE for a batch, q and k rotated) may write this many tables' elements.
+BATCHED_ELEMENTS = 4
+DEFAULT_HEADS = 4
 DEVICE_DTYPES = ("float32", "float16", "bfloat16")
 #: Library-convention implementations are correctness references: timed only when --only asks.
 REFERENCE_ONLY = "lib-*"
@@ -33,34 +38,45 @@ REFERENCE_ONLY = "lib-*"
 
 @dataclass(frozen=True)
 class Grid:
-    """The axes of a sweep; every combination within `max_elements` is a cell."""
+    """The axes of a sweep; every combination within `max_elements` is a cell. Empty
+    `lengths`, `d_models` or `dtypes` mean each kind's own defaults (`quick` ones with quick)."""
 
     lengths: tuple[int, ...]
     d_models: tuple[int, ...]
     dtypes: tuple[str, ...]
     threads: tuple[int, ...]
-    workloads: tuple[str, ...] = kinds.named("table").workload_names
+    workloads: tuple[str, ...] = ()                    # empty: every kind's every workload
     batch: int = 2
     max_elements: int = DEFAULT_MAX_ELEMENTS
     device_dtypes: tuple[str, ...] = DEVICE_DTYPES     # dtypes of cells on a GPU
     modes: tuple[str, ...] = MODES                     # how GPU cells are timed
+    heads: int = DEFAULT_HEADS                         # attention heads of a rotary apply
+    quick: bool = False
 
-    def shapes(self) -> list[tuple[int, int]]:
-        """(length, d_model) pairs whose table fits `max_elements`; none at all is an error."""
-        shapes = [(n, d) for n in self.lengths for d in self.d_models if n * d <= self.max_elements]
+    def shapes(self, kind: Optional[kinds.Kind] = None) -> list[tuple[int, int]]:
+        """(length, width) pairs of `kind` (the 1-D table's by default) whose table fits
+        `max_elements`; none at all is an error."""
+        kind = kind or _TABLE
+        sizes = kind.bench_sizes_quick if self.quick else kind.bench_sizes
+        lengths, widths = self.lengths or sizes[0], self.d_models or sizes[1]
+        shapes = [(n, d) for n in lengths for d in widths if n * d <= self.max_elements]
         if not shapes:
             raise ValueError(f"--max-elements {self.max_elements} leaves no (length, d_model) pair "
-                             f"of --lengths {self.lengths} x --d-models {self.d_models}: raise it "
+                             f"of --lengths {lengths} x --d-models {widths}: raise it "
                              "or choose smaller sizes")
         return shapes
 
+    def dtypes_of(self, kind: kinds.Kind) -> tuple[str, ...]:
+        return self.dtypes or (kind.bench_dtypes_quick if self.quick else kind.bench_dtypes)
+
+    def timed(self, workload: str) -> bool:
+        return not self.workloads or workload in self.workloads
+
 
 def default_grid(cores: int, quick: bool = False) -> Grid:
-    """64 .. 65 536 positions x 64 .. 4096 wide (capped), float32/64, 1 and all cores."""
+    """Each kind's sizes and dtypes, 1 and all cores (GPU cells in every mode; --quick: sync)."""
     threads = tuple(sorted({1, cores}))
-    if quick:
-        return Grid(QUICK_LENGTHS, QUICK_D_MODELS, ("float32",), threads, modes=QUICK_MODES)
-    return Grid(DEFAULT_LENGTHS, DEFAULT_D_MODELS, ("float32", "float64"), threads)
+    return Grid((), (), (), threads, modes=QUICK_MODES if quick else MODES, quick=quick)
 
 
 @dataclass(frozen=True)
@@ -85,7 +101,7 @@ def plan(impls: Iterable[Implementation], grid: Grid) -> Plan:
     unsupported: list[tuple[Cell, str]] = []
     unavailable: dict[str, str] = {}
     for impl in impls:
-        if impl.workload not in grid.workloads:
+        if not grid.timed(impl.workload):
             continue
         why = impl.unavailable_reason()
         if why:
@@ -100,36 +116,50 @@ def plan(impls: Iterable[Implementation], grid: Grid) -> Plan:
 
 
 def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
-    threads, dtypes = grid.threads, grid.dtypes
+    kind = kinds.named(impl.kind)
+    batched = kind.workload(impl.workload).batched
+    threads, dtypes = grid.threads, grid.dtypes_of(kind)
     on_device = impl.device != "cpu"
     if not backends.get(impl.backend).threaded or on_device:   # a GPU's time is not the host's
         threads = (min(threads),)
     if on_device:
         dtypes = grid.device_dtypes
-    batch = grid.batch if impl.workload == "forward" else 1
-    for length, d_model in grid.shapes():
+    batch = grid.batch if batched else 1
+    heads = grid.heads if batched and impl.kind == "rotary" else 1
+    for length, d_model in grid.shapes(kind):
         for dtype in dtypes:
             convention, reason = choose_convention(impl, length, d_model, dtype)
             for n in threads:
                 for mode in modes_for(impl.backend, impl.device, grid.modes):
-                    yield Cell(impl.name, impl.backend, impl.device, impl.workload,
-                               convention or "paper", length, d_model, dtype, n, batch,
-                               mode=mode), reason
+                    cell = Cell(impl.name, impl.backend, impl.device, impl.workload,
+                                convention or next(iter(kind.conventions)), length, d_model, dtype,
+                                n, batch, mode=mode, heads=heads, kind=impl.kind)
+                    if batched and convention and cell.elements > BATCHED_ELEMENTS * grid.max_elements:
+                        continue
+                    yield cell, reason
 
 
 def _roof_cells(cells: Sequence[Cell]) -> Iterable[Cell]:
     """NumPy's roof for every CPU output, another backend's only when that backend is timed;
-    every available device roof for a device output (any backend's kernels write the same DRAM)."""
+    every available device roof for a device output (any backend's kernels write the same DRAM).
+    An output is a result shape: conventions of a kind that write different shapes (a grid with
+    cls rows) get roofs of their own, in their convention."""
     timed = {"numpy"} | {c.backend for c in cells}
-    outputs = sorted({(c.workload, c.device, c.length, c.d_model, c.dtype, c.threads, c.batch,
-                       c.mode) for c in cells})
-    for workload, device, length, d_model, dtype, threads, batch, mode in outputs:
+    outputs: dict[tuple, str] = {}
+    for c in cells:
+        key = (c.workload, c.device, c.length, c.d_model, c.dtype, c.threads, c.batch, c.mode,
+               c.heads, c.kind, c.shape)
+        outputs.setdefault(key, c.convention)
+    for key in sorted(outputs, key=str):
+        workload, device, length, d_model, dtype, threads, batch, mode, heads, kind, _ = key
         for roof in roofs_for(workload, device):
             if device == "cpu" and roof.backend not in timed:
                 continue
             if mode not in modes_for(roof.backend, device):
                 continue
-            convention, _ = choose_convention(roof, length, d_model, dtype)
+            convention = outputs[key]
+            if roof.supports(kinds.named(kind).bench_spec(length, d_model, dtype, convention)):
+                convention, _ = choose_convention(roof, length, d_model, dtype)
             if convention is not None:
                 yield Cell(roof.name, roof.backend, device, workload, convention, length, d_model,
-                           dtype, threads, batch, is_roof=True, mode=mode)
+                           dtype, threads, batch, is_roof=True, mode=mode, heads=heads, kind=kind)

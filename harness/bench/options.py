@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS, DEVICE_DTYPES,
-                                QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
+from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_HEADS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
+                                DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
 from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
 from harness.core import kinds
@@ -45,12 +45,14 @@ class SweepOptions:
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add bench's options (--plugin, --only, --out and --quick come from the CLI)."""
     grid = parser.add_argument_group("sweep axes (comma-separated lists)")
-    grid.add_argument("--lengths", metavar="N,..", help="positions (default "
-                      f"{_csv(DEFAULT_LENGTHS)}; --quick {_csv(QUICK_LENGTHS)})")
-    grid.add_argument("--d-models", metavar="D,..", help="even widths (default "
-                      f"{_csv(DEFAULT_D_MODELS)}; --quick {_csv(QUICK_D_MODELS)})")
-    grid.add_argument("--dtypes", metavar="T,..",
-                      help=f"of {_csv(DTYPES)} (default float32,float64; --quick float32)")
+    grid.add_argument("--lengths", metavar="N,..", help="positions, grid cells or timesteps, for "
+                      "every kind (default: each kind's own; a 1-D table's "
+                      f"{_csv(DEFAULT_LENGTHS)}, --quick {_csv(QUICK_LENGTHS)})")
+    grid.add_argument("--d-models", metavar="D,..", help="even widths (d_model, head_dim, dim) for "
+                      f"every kind (default: each kind's own; a 1-D table's {_csv(DEFAULT_D_MODELS)}, "
+                      f"--quick {_csv(QUICK_D_MODELS)})")
+    grid.add_argument("--dtypes", metavar="T,..", help=f"CPU dtypes, of {_csv(DTYPES)} (default: "
+                      "each kind's own; float32,float64 for most; --quick float32)")
     grid.add_argument("--threads", metavar="N,..", help="thread counts (default 1 and all cores)")
     grid.add_argument("--workloads", metavar="W,..", help=f"of {_csv(kinds.all_workloads())} (default all)")
     grid.add_argument("--device-dtypes", metavar="T,..", help="dtypes of GPU cells, of "
@@ -58,7 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--modes", metavar="M,..", help=f"how GPU cells are timed, of {_csv(MODES)} "
                       f"(default all; --quick {_csv(QUICK_MODES)}; see harness.bench.modes)")
     grid.add_argument("--batch", type=int, default=2,
-                      help="batch of x for the forward workload (default %(default)s)")
+                      help="batch of x for forward and of q, k for rotary apply (default %(default)s)")
+    grid.add_argument("--heads", type=int, default=DEFAULT_HEADS,
+                      help="attention heads of q and k for rotary apply (default %(default)s)")
     grid.add_argument("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS,
                       help="leave out tables with more elements (length x d_model) than this "
                       "(default %(default)s)")
@@ -110,6 +114,7 @@ def parse(args: argparse.Namespace) -> SweepOptions:
     axes = {name: _list(getattr(args, name), "--" + name.replace("_", "-"), *rule)
             or getattr(base, name) for name, rule in _axis_rules(cores).items()}
     grid = Grid(**axes, batch=_at_least(args.batch, "--batch", 1),
+                heads=_at_least(args.heads, "--heads", 1), quick=args.quick,
                 max_elements=_at_least(args.max_elements, "--max-elements", 1))
     timing = Timing(max_time=_positive(given("max_time", timing0), "--max-time"),
                     min_rounds=_at_least(given("min_rounds", timing0), "--min-rounds", 1))

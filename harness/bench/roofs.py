@@ -1,56 +1,92 @@
 """The memory roof: the cheapest possible way to produce each cell's output, timed alongside.
 
 No table builder can beat allocating its output and writing every element once,
-so every `table` cell is also timed as `empty + fill` of the same shape and
-dtype, and every `forward` cell as the bare `x + pe` of the same arrays (the
-table already built): once into fresh memory and once into memory the previous
-call let go (see `_recycled`); `roof_ratio` divides by the fastest. Roofs live
-in their own registry (`ROOF_REGISTRY`): they are bench's yardstick, not
-implementations users choose between, and never run in verify.
+so every cell of a workload without inputs (a 1-D `table`, a rotary `cache`, a
+`grid`, a `timestep` embedding) is also timed as `empty + fill` of the same
+bytes and dtype, every `forward` cell as the bare `x + pe` of the same arrays
+(the table already built), and every rotary `apply` as a bare read-modify-write
+pass over q and k (harness/bench/roofs_apply.py): once into fresh memory and
+once into memory the previous call let go (see `_recycled`); `roof_ratio`
+divides by the fastest. Roofs live in their own registry (`ROOF_REGISTRY`):
+they are bench's yardstick, not implementations users choose between, and never
+run in verify. A 1-D table's roofs keep their short names; another workload's
+end in its name (`roof-numpy-fill-cache`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
+from harness.core import kinds
 from harness.core.registry import Implementation, Registry
 from harness.core.spec import Spec
-from harness.core.supports import Supports
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
 
 ROOF_REGISTRY = Registry()
-NUMPY_DTYPES = Supports(dtypes=("float16", "float32", "float64"))
-TORCH_DTYPES = Supports(dtypes=("float16", "bfloat16", "float32", "float64"))
 
 
-@ROOF_REGISTRY.register(name="roof-numpy-fill", backend="numpy", supports=NUMPY_DTYPES)
+def dtypes(*allowed: str) -> Callable[[Any], Optional[str]]:
+    """A roof's supports: any spec of any kind in one of `allowed` dtypes."""
+    def supports(spec: Any) -> Optional[str]:
+        return None if spec.dtype in allowed else f"dtype {spec.dtype} not supported"
+    return supports
+
+
+NUMPY_DTYPES = dtypes("float16", "float32", "float64")
+TORCH_DTYPES = dtypes("float16", "bfloat16", "float32", "float64")
+
+
+def _filled(spec: Any) -> kinds.Workload:
+    (work,) = [w for w in kinds.of(spec).workloads if w.inputs is None]
+    return work
+
+
+def output_shape(spec: Any) -> tuple[int, ...]:
+    """What one call of a workload without inputs writes (parts stacked): the same bytes."""
+    return _filled(spec).shape(spec, 1, 1)
+
+
+def as_result(spec: Any, out: Any) -> Any:
+    """One allocation handed back as the workload's result: the array, or a view per part (a
+    rotary cache's cos and sin), which is what bench's result checks expect."""
+    return tuple(out) if _filled(spec).parts else out
+
+
+def fill_workloads() -> list[str]:
+    """Every kind's workloads without inputs: a bare fill is their roof."""
+    return [w.name for kind in kinds.KINDS.values() for w in kind.workloads if w.inputs is None]
+
+
+def roof_name(stem: str, workload: str) -> str:
+    return stem if workload in ("table", "forward") else f"{stem}-{workload}"
+
+
 def numpy_fill(spec: Spec):
     """np.empty + fill: allocate the table and write each element once."""
-    shape, dtype = (spec.length, spec.d_model), np.dtype(spec.dtype)
+    shape, dtype = output_shape(spec), np.dtype(spec.dtype)
 
     def fill():
         out = np.empty(shape, dtype)
         out.fill(1.0)
-        return out
+        return as_result(spec, out)
 
     return fill
 
 
-@ROOF_REGISTRY.register(name="roof-numpy-torch-fill", backend="torch", supports=NUMPY_DTYPES)
 def numpy_torch_fill(spec: Spec):
     """np.empty (huge pages) faulted in by one thread, then torch's multi-threaded fill_:
     the allocate-and-fill limit at several threads, where a one-thread fill is no bound."""
     import torch
 
-    shape, dtype = (spec.length, spec.d_model), np.dtype(spec.dtype)
+    shape, dtype = output_shape(spec), np.dtype(spec.dtype)
 
     def fill():
         out = first_touch(np.empty(shape, dtype))
         torch.from_numpy(out).fill_(1.0)
-        return out
+        return as_result(spec, out)
 
     return fill
 
@@ -67,8 +103,8 @@ def _torch_fill(device: str):
     def build(spec: Spec):
         import torch
 
-        dtype, shape = getattr(torch, spec.dtype), (spec.length, spec.d_model)
-        return lambda: torch.empty(shape, dtype=dtype, device=device).fill_(1.0)
+        dtype, shape = getattr(torch, spec.dtype), output_shape(spec)
+        return lambda: as_result(spec, torch.empty(shape, dtype=dtype, device=device).fill_(1.0))
 
     build.__doc__ = f"torch.empty(..., device={device!r}).fill_(1.0)"
     return build
@@ -101,8 +137,10 @@ def _torch_forward(device: str, operation: str):
 def _register_torch_roofs() -> None:
     for device in ("cpu", "cuda"):
         suffix = "" if device == "cpu" else "-cuda"
-        ROOF_REGISTRY.register(name=f"roof-torch{suffix}-fill", backend="torch", device=device,
-                               supports=TORCH_DTYPES)(_torch_fill(device))
+        for workload in fill_workloads():
+            ROOF_REGISTRY.register(name=roof_name(f"roof-torch{suffix}-fill", workload), backend="torch",
+                                   device=device, workload=workload,
+                                   supports=TORCH_DTYPES)(_torch_fill(device))
         ROOF_REGISTRY.register(name=f"roof-torch{suffix}-add", backend="torch", device=device,
                                workload="forward", supports=TORCH_DTYPES)(_torch_forward(device, "add"))
     ROOF_REGISTRY.register(name="roof-torch-cuda-copy", backend="torch", device="cuda",
@@ -119,13 +157,13 @@ def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
     write of one output into a given buffer."""
 
     def build(spec: Spec, *x: np.ndarray):
-        shape = x[0].shape if x else (spec.length, spec.d_model)
+        shape = x[0].shape if x else output_shape(spec)
         write, buffers = write_into(spec, *x), RecycledBuffers(shape, spec.dtype)
 
         def call():
             out = buffers.take()
             write(out)
-            return out
+            return out if x else as_result(spec, out)
 
         return call
 
@@ -159,13 +197,58 @@ def _add_torch(spec: Spec, x: np.ndarray):
     return lambda out: torch.add(xt, pe, out=torch.from_numpy(out))
 
 
-for _name, _backend, _workload, _write in (
-        ("roof-recycled-fill", "numpy", "table", _fill_numpy),
-        ("roof-recycled-torch-fill", "torch", "table", _fill_torch),
-        ("roof-recycled-add", "numpy", "forward", _add_numpy),
-        ("roof-recycled-torch-add", "torch", "forward", _add_torch)):
-    ROOF_REGISTRY.register(name=_name, backend=_backend, workload=_workload,
-                           supports=NUMPY_DTYPES)(_recycled(_write))
+def _register_host_roofs() -> None:
+    for workload in fill_workloads():
+        for stem, backend, build in (("roof-numpy-fill", "numpy", numpy_fill),
+                                     ("roof-numpy-torch-fill", "torch", numpy_torch_fill),
+                                     ("roof-recycled-fill", "numpy", _recycled(_fill_numpy)),
+                                     ("roof-recycled-torch-fill", "torch", _recycled(_fill_torch))):
+            ROOF_REGISTRY.register(name=roof_name(stem, workload), backend=backend, workload=workload,
+                                   supports=NUMPY_DTYPES)(build)
+    for name, backend, write in (("roof-recycled-add", "numpy", _add_numpy),
+                                 ("roof-recycled-torch-add", "torch", _add_torch)):
+        ROOF_REGISTRY.register(name=name, backend=backend, workload="forward",
+                               supports=NUMPY_DTYPES)(_recycled(write))
+
+
+_register_host_roofs()
+
+
+def _scale_pass(device: str):
+    """A rotary apply's roof: q * 2 and k * 2 into fresh arrays, one read and one write of each
+    element, which any rotation must at least do (on `device`; "numpy" for NumPy)."""
+
+    def build(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
+        if device == "numpy":
+            qn, kn = q.astype(spec.dtype), k.astype(spec.dtype)
+            return lambda: (np.multiply(qn, 2), np.multiply(kn, 2))
+        import torch
+
+        dtype = getattr(torch, spec.dtype)
+        qt, kt = (torch.from_numpy(a).to(device=device, dtype=dtype) for a in (q, k))
+
+        @torch.no_grad()
+        def scale():
+            return qt.mul(2), kt.mul(2)
+
+        return scale
+
+    build.__doc__ = f"q * 2 and k * 2 into fresh arrays ({device}): read and write every element once"
+    return build
+
+
+def _register_apply_roofs() -> None:
+    if "apply" not in kinds.all_workloads():
+        return
+    for name, backend, device, where, supports in (
+            ("roof-numpy-scale-apply", "numpy", "cpu", "numpy", NUMPY_DTYPES),
+            ("roof-torch-scale-apply", "torch", "cpu", "cpu", TORCH_DTYPES),
+            ("roof-torch-cuda-scale-apply", "torch", "cuda", "cuda", TORCH_DTYPES)):
+        ROOF_REGISTRY.register(name=name, backend=backend, device=device, workload="apply",
+                               supports=supports)(_scale_pass(where))
+
+
+_register_apply_roofs()
 
 
 def roofs_for(workload: str, device: str) -> Iterable[Implementation]:

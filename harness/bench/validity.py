@@ -21,11 +21,13 @@ needs the float64 reference (that is verify's job); one that fails is an
    breadth first - with memory shared between them counted once. A `table`
    builder that keeps at least its table's bytes, and keeps more for a longer
    table, is a lookup: it can return a copy at memcpy speed and pass both
-   checks above and verify, so its cell is `invalid` and never recommended.
+   checks above and verify, so its cell is `invalid` and never recommended
+   (the same holds for every workload without inputs: a rotary cache, a grid, a timestep
+   embedding).
    The second condition spares builders whose working tables cover one block
    of rows (table-sized only while the table is one block long). Forward
    implementations keep their table by design (the rule is the `table`
-   workload's only), and roofs are the harness's own. A recycler
+   workload's only, and an apply's precomputed cache is its design), and roofs are the harness's own. A recycler
    (`harness.util.recycle`) keeps buffers, but allocates them at call time, so the
    `-recycled` builders keep nothing at setup and are not flagged.
 
@@ -95,13 +97,14 @@ def stale_problem(first: Any, second: Any, poisoned: bool, cell: Cell) -> Option
 def setup_retention(impl: Implementation, cell: Cell, fn: Any) -> tuple[int, Optional[str]]:
     """(bytes of arrays reachable from `fn` right after setup, why it is a lookup or None).
 
-    Only a `table` implementation (not a roof) can be a lookup. Keeping at least its table's
+    Only an implementation of a workload without inputs (a table, rotary cache, grid or timestep
+    embedding; not a roof) can be a lookup. Keeping at least its table's
     bytes makes it a suspect, and a longer build confirms it: a lookup's retained memory grows
     with the table (by at least half as much), while a builder's working tables of one block
     of rows do not, though at lengths up to a block they are table-sized too.
     """
     retained = retained_bytes(fn)
-    if cell.workload != "table" or cell.is_roof or retained < cell.bytes_out:
+    if cell.work.inputs is not None or cell.is_roof or retained < cell.bytes_out:
         return retained, None
     longer = replace(cell, length=max(GROWTH_LENGTHS * cell.length, GROWTH_MIN_LENGTH))
     try:

@@ -22,10 +22,12 @@ from harness.runs import flags as flag_rules
 from harness.util import io
 
 FILENAME = "bench.csv"
-ROOF_KEYS = ["workload", "length", "d_model", "dtype", "threads", "device", "batch", "mode"]
+#: A roof stands beside the cells that write the same bytes in the same way (bytes_out tells a
+#: grid's cls rows and a rotary apply's heads apart).
+ROOF_KEYS = ["workload", "length", "d_model", "dtype", "threads", "device", "batch", "mode", "bytes_out"]
 COLUMNS = [
-    "run_id", "machine", "impl", "backend", "device", "workload", "convention", "length",
-    "d_model", "dtype", "threads", "batch", "mode", "median_s", "iqr_s", "min_s", "mean_s",
+    "run_id", "machine", "impl", "backend", "device", "kind", "workload", "convention", "length",
+    "d_model", "dtype", "threads", "batch", "heads", "mode", "median_s", "iqr_s", "min_s", "mean_s",
     "stddev_s", "rounds", "build_s", "first_call_s", "peak_bytes", "peak_method", "bytes_out", "gbps",
     "roof_s", "roof_ratio", "status", "reason", "flags", "retains_bytes", "load_before",
     "load_after", "others_busy", "cores", "thread_settings", "is_roof", "key",
@@ -40,6 +42,8 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
         return pd.DataFrame(columns=COLUMNS)
     df = pd.DataFrame(list(rows)).drop_duplicates("key", keep="last").reset_index(drop=True)
     df["mode"] = df["mode"].fillna("") if "mode" in df else ""   # journals before modes had none
+    for column, before in (("kind", "table"), ("heads", 1)):       # nor before kinds
+        df[column] = df[column].fillna(before) if column in df else before
     for column in LATER:
         if column not in df:
             df[column] = float("nan")

@@ -76,6 +76,9 @@ class Kind:
     #: bench's default axes: (lengths, widths) in full and quick sweeps
     bench_sizes: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
     bench_sizes_quick: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+    #: bench's default dtypes on the CPU in full and quick sweeps
+    bench_dtypes: tuple[str, ...] = ("float32", "float64")
+    bench_dtypes_quick: tuple[str, ...] = ("float32",)
     doc: str = ""
 
     @property
