@@ -1,0 +1,26 @@
+"""Diffusion timestep embeddings: `[len(timesteps), dim]` sinusoids of (fractional) timesteps.
+
+The spec (spec.py), its float64 reference and tolerance (reference.py), and verify's cases,
+the named conventions and bench's spec (cases.py) make one kind with one workload,
+"timestep". docs/timestep.md says which library uses which convention.
+"""
+
+from __future__ import annotations
+
+from harness.core.kinds import Kind, Workload, add
+from harness.core.kinds.timestep.cases import CONVENTIONS, bench_spec, timestep_cases
+from harness.core.kinds.timestep.reference import reference, tolerance
+from harness.core.kinds.timestep.spec import TimestepSpec
+
+__all__ = ["TIMESTEP", "TimestepSpec", "CONVENTIONS"]
+
+TIMESTEP = add(Kind(
+    name="timestep", spec_type=TimestepSpec, reference=reference, tolerance=tolerance,
+    cases=timestep_cases,
+    workloads=(Workload("timestep", shape=lambda spec, batch, heads: (spec.count, spec.dim),
+                        doc="embed the spec's timesteps: [len(timesteps), dim]"),),
+    conventions=CONVENTIONS, bench_spec=bench_spec,
+    bench_sizes=((256, 4096, 65536), (256, 1024, 4096)),
+    bench_sizes_quick=((256, 4096), (256, 1024)),
+    doc="diffusion timestep embeddings (DDPM, guided-diffusion, diffusers' Timesteps)",
+))

@@ -1,0 +1,195 @@
+"""TimestepSpec: one frozen, validated description of a diffusion timestep embedding.
+
+A vector of timesteps t (float, possibly fractional) becomes a `[len(t), dim]` embedding
+(diffusers' `get_timestep_embedding`, DDPM's and guided-diffusion's `timestep_embedding`):
+
+    half       = dim // 2
+    freq_k     = exp(-ln(max_period) * k / (half - freq_shift))       k = 0 .. half-1
+    angle      = scale * t * freq_k
+    columns    f(angle_0) .. f(angle_{half-1}) g(angle_0) .. g(angle_{half-1}) [0 if dim is odd]
+               (f, g) = (sin, cos), or (cos, sin) with cos_first (diffusers' flip_sin_to_cos)
+
+`freq_shift` is diffusers' `downscale_freq_shift` (1: DDPM's schedule from 1 to 1/max_period;
+0: guided-diffusion's). Validation happens here once, so no implementation sees a bad value and
+every error names the field and its allowed range.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import random
+from dataclasses import dataclass, fields, replace
+from typing import Any, Iterable, Mapping
+
+from harness.core.spec import DTYPES, MAX_ANGLE
+from harness.util import memory
+
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _finite_real(name: str, value: Any, rule: str) -> float:
+    if not _is_real(value) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number {rule}, got {value!r}")
+    return float(value)
+
+
+def _timesteps(values: Any) -> tuple[float, ...]:
+    """The timesteps as a tuple of floats, or a ValueError saying what is wrong with them."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise ValueError(f"timesteps must be a non-empty sequence of finite numbers >= 0, "
+                         f"got {type(values).__name__}")
+    items = tuple(values)
+    if not items:
+        raise ValueError("timesteps must be a non-empty sequence of finite numbers >= 0, got none")
+    for i, t in enumerate(items):
+        if not _is_real(t) or not math.isfinite(t) or t < 0:
+            raise ValueError(f"timesteps must be finite numbers >= 0, got {t!r} at index {i}")
+    return tuple(float(t) for t in items)
+
+
+@dataclass(frozen=True)
+class TimestepSpec:
+    """Sinusoidal embeddings of `timesteps`: width, schedule, column order and output dtype."""
+
+    timesteps: tuple[float, ...]
+    dim: int
+    max_period: float = 10000.0
+    freq_shift: float = 1.0
+    cos_first: bool = False
+    scale: float = 1.0
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timesteps", _timesteps(self.timesteps))
+        if not _is_int(self.dim) or self.dim < 2:
+            raise ValueError(f"dim must be an integer >= 2 (one sin/cos pair), got {self.dim!r}")
+        max_period = _finite_real("max_period", self.max_period, "> 1")
+        if max_period <= 1:
+            raise ValueError(f"max_period must be a finite number > 1, got {self.max_period!r}")
+        shift = _finite_real("freq_shift", self.freq_shift, f"< dim // 2 = {self.half}")
+        if shift >= self.half:
+            raise ValueError(
+                f"freq_shift must be < dim // 2 = {self.half} for dim={self.dim} (the divisor "
+                f"dim // 2 - freq_shift must be > 0), got {self.freq_shift!r}")
+        scale = _finite_real("scale", self.scale, "> 0")
+        if scale <= 0:
+            raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
+        if not isinstance(self.cos_first, bool):
+            raise ValueError(f"cos_first must be True or False, got {self.cos_first!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        for name, value in (("max_period", max_period), ("freq_shift", shift), ("scale", scale)):
+            object.__setattr__(self, name, value)
+        if self.max_angle > MAX_ANGLE:
+            raise ValueError(
+                f"timesteps * scale must be <= 2**53 (~9.0e15, where float64 angles lose their "
+                f"fraction), got {self.max_timestep:g} * {self.scale:g} = {self.max_angle:.3g}")
+        if self.nbytes_reference > memory.CHECK_ABOVE:
+            memory.check_fits(self.nbytes_reference,
+                              what=f"a {self.count} x {self.dim} float64 embedding")
+
+    @classmethod
+    def uniform(cls, count: int, dim: int, t_max: float = 1000.0, **fields: Any) -> "TimestepSpec":
+        """`count` timesteps spread evenly over [0, t_max): DDPM's integer steps when
+        t_max == count, fractional ones otherwise."""
+        _check_count(count)
+        t_max = _finite_real("t_max", t_max, "> 0")
+        if t_max <= 0:
+            raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
+        return cls(tuple(i * t_max / count for i in range(count)), dim, **fields)
+
+    @classmethod
+    def random(cls, count: int, dim: int, seed: int = 0, t_max: float = 1000.0,
+               **fields: Any) -> "TimestepSpec":
+        """`count` seeded random fractional timesteps in [0, t_max) (continuous-time samplers)."""
+        _check_count(count)
+        t_max = _finite_real("t_max", t_max, "> 0")
+        if t_max <= 0:
+            raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
+        rng = random.Random(seed)
+        return cls(tuple(rng.uniform(0.0, t_max) for _ in range(count)), dim, **fields)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TimestepSpec":
+        """Rebuild from `as_dict()` (or its JSON): unknown or missing fields are a ValueError."""
+        names = set(TIMESTEP_FIELDS)
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"TimestepSpec has no field(s) {sorted(unknown)}; "
+                             f"its fields are {sorted(names)}")
+        missing = {"timesteps", "dim"} - set(data)
+        if missing:
+            raise ValueError(f"TimestepSpec needs the field(s) {sorted(missing)}")
+        return cls(**data)
+
+    # -- derived quantities ------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        return len(self.timesteps)
+
+    @property
+    def half(self) -> int:
+        """Frequencies: one sin/cos pair each; an odd width's last column is zero."""
+        return self.dim // 2
+
+    @property
+    def denominator(self) -> float:
+        return self.half - self.freq_shift
+
+    @property
+    def max_timestep(self) -> float:
+        return max(self.timesteps)
+
+    @property
+    def max_angle(self) -> float:
+        """Largest angle: scale * the largest timestep * frequency 0 (1 rad per unit)."""
+        return self.scale * self.max_timestep
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.dim * self.itemsize
+
+    @property
+    def nbytes_reference(self) -> int:
+        return self.count * self.dim * 8
+
+    def replace(self, **changes: Any) -> "TimestepSpec":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready (timesteps as a list): `from_dict` reads it back exactly."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["timesteps"] = list(self.timesteps)
+        return out
+
+    def short(self) -> str:
+        """Compact label: count x dim, the timesteps' range, dtype, fields off the defaults."""
+        default = TimestepSpec((0.0,), 2, freq_shift=0.0)
+        extra = [f"{name}={getattr(self, name):g}" for name in ("max_period", "scale")
+                 if getattr(self, name) != getattr(default, name)]
+        extra.append(f"shift={self.freq_shift:g}")
+        if self.cos_first:
+            extra.append("cos_first")
+        span = f"t={min(self.timesteps):g}..{self.max_timestep:g}"
+        return " ".join([f"{self.count}x{self.dim}", span, self.dtype, *extra])
+
+
+def _check_count(count: Any) -> None:
+    if not _is_int(count) or count < 1:
+        raise ValueError(f"count must be an integer >= 1, got {count!r}")
+
+
+TIMESTEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TimestepSpec))
