@@ -8,6 +8,10 @@ frequency schedule, offset and sin/cos order; its time is the one bench took,
 which may have been in another convention (bench times the first one each
 implementation supports), and the report names that convention when it differs.
 The default is the paper's: interleaved sin/cos, freq_shift 0, offset 0.
+
+Another kind of table (a rotary cache, a grid, a timestep embedding) is recommended within its
+kind's first named convention (harness.core.kinds: neox's rotate_half for rotary): the rows
+bench timed in it whose implementation verify passed on that kind in the row's dtype.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, Mapping, Optional
 
 import pandas as pd
 
+from harness.core import kinds
 # The named conventions a bench cell is timed in; the report recommends within one of them.
 from harness.core.conventions import CONVENTIONS
 
@@ -53,6 +58,7 @@ def cases(verify: Optional[pd.DataFrame], name: str, offsets: bool = False) -> p
     if verify is None:
         return pd.DataFrame()
     f = fields(name)
+    verify = verify[verify["kind"] == "table"] if "kind" in verify else verify
     keep = ((verify["layout"] == f["layout"]) & (verify["freq_shift"].astype(float) == f["freq_shift"])
             & (verify["cos_first"].map(_truthy) == f["cos_first"])
             & (verify["base"].astype(float) == 10000.0) & (verify["scale"].astype(float) == 1.0)
@@ -75,13 +81,29 @@ def within(bench: pd.DataFrame, verify: Optional[pd.DataFrame], name: str) -> pd
     Roofs stay (every ratio needs them). Without verify.csv, the rows timed in `name`:
     nothing is recommended then anyway, but the tables still show the convention's rows.
     """
+    table = bench["kind"] == "table"
     if verify is None:
-        keep = bench["convention"].isin([name, ""])
+        keep = bench["convention"].isin([name, ""]) & table
     else:
         made = producers(verify, name)
         keep = pd.Series([(i, d) in made for i, d in zip(bench["impl"], bench["dtype"])],
-                         index=bench.index, dtype=bool)
-    return bench[keep | bench["is_roof"]]
+                         index=bench.index, dtype=bool) & table
+    family = _family_within(bench[~table], verify).reindex(bench.index, fill_value=False)
+    return bench[keep | family | bench["is_roof"]]
+
+
+def _family_within(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> pd.Series:
+    """Rows of the other kinds timed in their kind's first convention by an implementation
+    verify passed on that kind in the row's dtype (no verify: every such row)."""
+    first = {name: next(iter(kind.conventions)) for name, kind in kinds.KINDS.items()}
+    keep = pd.Series([first.get(k) == c for k, c in zip(bench["kind"], bench["convention"])],
+                     index=bench.index, dtype=bool)
+    if verify is not None:
+        passed = verify[verify["status"] == "pass"]
+        made = set(zip(passed["impl"], passed["dtype"]))
+        keep &= pd.Series([(i, d) in made for i, d in zip(bench["impl"], bench["dtype"])],
+                          index=bench.index, dtype=bool)
+    return keep
 
 
 def _truthy(value: Any) -> bool:

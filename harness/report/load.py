@@ -23,7 +23,7 @@ REQUIRED = ("impl", "workload", "length", "d_model", "dtype", "threads", "median
 #: Optional columns and the value a row gets when the engine did not write them.
 OPTIONAL: Mapping[str, Any] = {
     "run_id": "", "machine": "", "backend": "", "device": "cpu", "convention": "", "batch": 0,
-    "reason": "", "mode": "",
+    "reason": "", "mode": "", "kind": "table", "heads": 1,
     "roof_ratio": float("nan"), "is_roof": False,
 }
 #: The one timing mode of device cells that the CPU-shaped sections show (what a user sees:
@@ -133,7 +133,8 @@ def _normalise_bench(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
         frame[column] = frame[column].fillna(default)
     frame["is_roof"] = frame["is_roof"].map(_truthy).astype(bool)
     frame["mode"] = frame["mode"].astype(str)
-    for column in ("length", "d_model", "threads", "batch"):
+    frame["kind"] = frame["kind"].astype(str).replace("", "table")   # rows from before kinds
+    for column in ("length", "d_model", "threads", "batch", "heads"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").fillna(0).astype(int)
     for column in ("median_s", "iqr_s", "roof_ratio"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
@@ -144,13 +145,17 @@ def _normalise_bench(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
 
 
 def _normalise_verify(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
-    missing = [c for c in ("impl", "length", "offset", "dtype", "max_abs_err", "status")
-               if c not in frame.columns]
+    missing = [c for c in ("impl", "dtype", "max_abs_err", "status") if c not in frame.columns]
     if missing:
         raise ValueError(f"{origin} lacks column(s) {', '.join(missing)}")
     frame = frame.copy()
+    frame["kind"] = frame["kind"].fillna("table") if "kind" in frame else "table"
     frame["max_abs_err"] = pd.to_numeric(frame["max_abs_err"], errors="coerce")
-    frame["max_position"] = frame["offset"].astype(int) + frame["length"].astype(int) - 1
+    # the last position a case reaches (a grid or a timestep embedding has no offset)
+    for column in ("length", "offset"):
+        values = frame[column] if column in frame else pd.Series(0, index=frame.index)
+        frame[column] = pd.to_numeric(values, errors="coerce").fillna(0).astype(int)
+    frame["max_position"] = frame["offset"] + frame["length"] - 1
     return frame
 
 
