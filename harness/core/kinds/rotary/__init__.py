@@ -1,0 +1,49 @@
+"""The rotary (RoPE) kind: a cos/sin cache, and q and k rotated by it.
+
+Two workloads. `cache` builds `(cos, sin)`, each `[length, rot]` in the spec's dtype:
+`cos[p, j] = attention_scaling * cos((offset + p) * inv_freq[f(j)])`, f(j) = j % n_freq for the
+"half" layout (neox / Llama rotate_half) and j // 2 for "interleaved" (GPT-J). `apply` takes q and
+k `[batch, heads, seq, head_dim]` and int64 positions `[seq]`, and returns both rotated in their
+first `rot` dims. See docs/rotary.md.
+"""
+
+from __future__ import annotations
+
+from harness.core.kinds import Kind, Workload, add
+from harness.core.kinds.rotary.apply import apply_expected, apply_inputs, apply_shape
+from harness.core.kinds.rotary.cases import rotary_cases
+from harness.core.kinds.rotary.reference import apply_reference, cache_reference
+from harness.core.kinds.rotary.spec import LAYOUTS, ROPE_TYPES, RotarySpec
+from harness.core.kinds.rotary.tolerance import apply_tolerance, cache_tolerance
+
+#: Named conventions: bench times the first an implementation supports.
+CONVENTIONS: dict[str, dict] = {
+    "neox": {"layout": "half"},
+    "gptj": {"layout": "interleaved"},
+    "llama3": {"layout": "half", "rope_type": "llama3", "base": 500000.0, "factor": 8.0,
+               "original_max_position_embeddings": 8192},
+}
+
+
+def bench_spec(length: int, width: int, dtype: str, convention: str) -> RotarySpec:
+    """The spec bench times for a cell: width is head_dim."""
+    return RotarySpec(length, head_dim=width, dtype=dtype, **CONVENTIONS[convention])
+
+
+ROTARY = add(Kind(
+    name="rotary", spec_type=RotarySpec, reference=cache_reference, tolerance=cache_tolerance,
+    cases=rotary_cases,
+    workloads=(
+        Workload("cache", shape=lambda spec, batch, heads: (2, spec.length, spec.rot), parts=("cos", "sin"),
+                 doc="build the (cos, sin) cache, each [length, rot]"),
+        Workload("apply", shape=apply_shape, parts=("q", "k"), inputs=apply_inputs, expect=apply_expected,
+                 batched=True, doc="rotate q and k [batch, heads, seq, head_dim] at int64 positions [seq]"),
+    ),
+    conventions=CONVENTIONS, bench_spec=bench_spec,
+    bench_sizes=((512, 4096, 32768), (64, 128, 256)),
+    bench_sizes_quick=((512, 8192), (64, 128)),
+    doc="rotary position embeddings (RoPE): the cos/sin cache and its apply to q and k",
+))
+
+__all__ = ["CONVENTIONS", "LAYOUTS", "ROPE_TYPES", "ROTARY", "RotarySpec", "apply_reference",
+           "apply_tolerance", "bench_spec", "cache_reference", "cache_tolerance"]

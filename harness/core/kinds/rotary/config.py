@@ -1,0 +1,125 @@
+"""A RotarySpec from a transformers config, read the way transformers 5.23 reads it.
+
+Both spellings: v4's top-level `rope_theta` with `rope_scaling` (`rope_type`, or the legacy
+`type`), and v5's `rope_parameters`. head_dim is `head_dim`, else hidden_size //
+num_attention_heads; partial rotary is `partial_rotary_factor` (or GPT-NeoX's `rotary_pct`,
+0.25 when absent, and `rotary_emb_base`); GPT-J (`model_type == "gptj"`) rotates `rotary_dim`
+dims in the interleaved layout with base 10000. As in transformers, a missing
+`original_max_position_embeddings` is the top-level one, else max_position_embeddings, and a
+missing yarn or longrope `factor` is max_position_embeddings / original_max_position_embeddings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from harness.core.kinds.rotary.spec import REQUIRES, ROPE_TYPES, USES, RotarySpec
+
+#: transformers' attribute_map aliases (GPT-J, GPT-2 style configs) -> the standard names.
+_ALIASES = {"n_embd": "hidden_size", "n_head": "num_attention_heads",
+            "n_positions": "max_position_embeddings"}
+#: Scaling keys read straight from the rope parameters, with transformers' `x or default` rule.
+_OR_DEFAULT = {"beta_fast": 32.0, "beta_slow": 1.0}
+
+
+def _as_dict(config: Any) -> dict[str, Any]:
+    if isinstance(config, Mapping):
+        data = dict(config)
+    elif hasattr(config, "to_dict"):
+        data = config.to_dict()
+    else:
+        raise ValueError(f"config must be a dict or a transformers config, got {type(config).__name__}")
+    for alias, name in _ALIASES.items():
+        if alias in data and data.get(name) is None:
+            data[name] = data[alias]
+    return data
+
+
+def _rope_parameters(data: dict[str, Any]) -> dict[str, Any]:
+    params = data.get("rope_parameters") or data.get("rope_scaling") or {}
+    if not isinstance(params, Mapping):
+        raise ValueError(f"rope_parameters / rope_scaling must be a dict, got {params!r}")
+    if params and all(isinstance(v, Mapping) or v is None for v in params.values()):
+        raise ValueError(f"rope_parameters is given per layer type ({sorted(params)}): pass a config "
+                         "whose rope_parameters is one of them")
+    return dict(params)
+
+
+def _head_dim(data: dict[str, Any]) -> int:
+    if data.get("head_dim"):
+        return data["head_dim"]
+    hidden, heads = data.get("hidden_size"), data.get("num_attention_heads")
+    if not hidden or not heads:
+        raise ValueError("config must give head_dim, or hidden_size and num_attention_heads")
+    return hidden // heads
+
+
+def _rotary_dim(data: dict[str, Any], params: dict[str, Any], head_dim: int) -> Optional[int]:
+    if data.get("model_type") == "gptj":
+        return data.get("rotary_dim")
+    fraction = params.get("partial_rotary_factor", data.get("partial_rotary_factor"))
+    if fraction is None:
+        fraction = data.get("rotary_pct", 0.25 if data.get("model_type") == "gpt_neox" else None)
+    if fraction is None or fraction == 1.0:
+        return None
+    dim = int(head_dim * fraction)   # transformers truncates the same way
+    if dim < 2 or dim % 2:
+        raise ValueError(f"partial_rotary_factor {fraction} of head_dim {head_dim} gives {dim} rotated dims; "
+                         "it must give an even number >= 2")
+    return dim
+
+
+def _base(data: dict[str, Any], params: dict[str, Any]) -> float:
+    if data.get("model_type") == "gptj":
+        return 10000.0   # hard-coded in modeling_gptj.create_sinusoidal_positions
+    for value in (params.get("rope_theta"), data.get("rope_theta"), data.get("rotary_emb_base")):
+        if value is not None:
+            return float(value)
+    return 10000.0
+
+
+def _scaling(rope_type: str, data: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """The spec's scaling fields for rope_type, from the config (only those it reads)."""
+    mpe = data.get("max_position_embeddings")
+    out: dict[str, Any] = {}
+    uses = USES[rope_type]
+    if "original_max_position_embeddings" in uses:
+        out["original_max_position_embeddings"] = (data.get("original_max_position_embeddings")
+                                                   or params.get("original_max_position_embeddings") or mpe)
+    if "max_position_embeddings" in uses:
+        out["max_position_embeddings"] = mpe
+    for name in uses:
+        if name in out or name not in params:
+            continue
+        value = params[name]
+        if name in _OR_DEFAULT:
+            value = value or _OR_DEFAULT[name]
+        if value is not None:
+            out[name] = value
+    if "factor" in uses and out.get("factor") is None:
+        if rope_type in ("yarn", "longrope") and mpe and out.get("original_max_position_embeddings"):
+            out["factor"] = mpe / out["original_max_position_embeddings"]
+        elif rope_type not in ("yarn", "longrope"):
+            raise ValueError(f"rope_parameters['factor'] is required for rope_type={rope_type!r}")
+    for name in REQUIRES.get(rope_type, ()):
+        if out.get(name) is None:
+            raise ValueError(f"config lacks {name!r}, which rope_type={rope_type!r} requires")
+    return out
+
+
+def spec_from_hf_config(config: Any, length: Optional[int] = None, dtype: str = "float32") -> RotarySpec:
+    """The RotarySpec of the cache a model of this config builds (length: its max positions)."""
+    data = _as_dict(config)
+    params = _rope_parameters(data)
+    rope_type = params.get("rope_type", params.get("type", "default"))
+    if rope_type not in ROPE_TYPES:
+        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
+    head_dim = _head_dim(data)
+    if length is None:
+        length = data.get("max_position_embeddings")
+        if length is None:
+            raise ValueError("length is required: the config has no max_position_embeddings")
+    layout = "interleaved" if data.get("model_type") == "gptj" else "half"
+    return RotarySpec(length=length, head_dim=head_dim, rotary_dim=_rotary_dim(data, params, head_dim),
+                      base=_base(data, params), layout=layout, dtype=dtype, rope_type=rope_type,
+                      **_scaling(rope_type, data, params))

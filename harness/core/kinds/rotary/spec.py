@@ -1,0 +1,280 @@
+"""RotarySpec: one frozen, validated description of a rotary (RoPE) cos/sin cache.
+
+Field names are Hugging Face's `rope_scaling` / `rope_parameters` keys where one exists, so a
+config reads straight into a spec (`RotarySpec.from_hf_config`). Validation happens here, once:
+every bad value raises a ValueError naming the field and the allowed range, and a field the
+chosen `rope_type` does not read must keep its default, so two different specs never describe
+the same cache.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields, replace
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from harness.core.kinds.rotary import scaling
+from harness.core.spec import DTYPES, MAX_ANGLE, MAX_POSITION
+from harness.util import memory
+
+LAYOUTS = ("half", "interleaved")
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
+#: The scaling fields each rope_type reads (every other one must keep its default).
+USES: dict[str, tuple[str, ...]] = {
+    "default": (),
+    "linear": ("factor",),
+    "dynamic": ("factor", "max_position_embeddings"),
+    "yarn": ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+             "attention_factor", "mscale", "mscale_all_dim", "truncate"),
+    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+    "longrope": ("factor", "original_max_position_embeddings", "short_factor", "long_factor",
+                 "attention_factor"),
+}
+#: The fields a rope_type cannot do without (None is not allowed for them).
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "dynamic": ("max_position_embeddings",),
+    "yarn": ("original_max_position_embeddings",),
+    "llama3": ("original_max_position_embeddings",),
+    "longrope": ("original_max_position_embeddings", "short_factor", "long_factor"),
+}
+SCALING_FIELDS = ("factor", "original_max_position_embeddings", "max_position_embeddings",
+                  "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor", "short_factor",
+                  "long_factor", "attention_factor", "mscale", "mscale_all_dim", "truncate")
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_finite(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class RotarySpec:
+    """A rotary cache: positions offset .. offset+length-1, the first `rot` dims of a head."""
+
+    length: int
+    head_dim: int
+    rotary_dim: Optional[int] = None
+    base: float = 10000.0
+    layout: str = "half"
+    offset: int = 0
+    dtype: str = "float32"
+    rope_type: str = "default"
+    factor: float = 1.0
+    original_max_position_embeddings: Optional[int] = None
+    max_position_embeddings: Optional[int] = None
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    short_factor: Optional[tuple[float, ...]] = None
+    long_factor: Optional[tuple[float, ...]] = None
+    attention_factor: Optional[float] = None
+    mscale: Optional[float] = None
+    mscale_all_dim: Optional[float] = None
+    truncate: bool = True
+
+    def __post_init__(self) -> None:
+        self._check_shape()
+        self._check_convention()
+        self._check_scaling()
+        self._check_rope_type()
+        self._check_angles()
+        if self.nbytes_reference > memory.CHECK_ABOVE:
+            memory.check_fits(self.nbytes_reference,
+                              what=f"a 2 x {self.length} x {self.rot} float64 rotary cache")
+
+    # -- validation -------------------------------------------------------------------------
+    def _check_shape(self) -> None:
+        if not _is_int(self.length) or self.length < 1:
+            raise ValueError(f"length must be an integer >= 1, got {self.length!r}")
+        if not _is_int(self.head_dim) or self.head_dim < 2 or self.head_dim % 2:
+            raise ValueError(f"head_dim must be an even integer >= 2, got {self.head_dim!r}")
+        if self.rotary_dim is not None and (not _is_int(self.rotary_dim) or self.rotary_dim % 2
+                                            or not 2 <= self.rotary_dim <= self.head_dim):
+            raise ValueError(f"rotary_dim must be None (= head_dim) or an even integer with "
+                             f"2 <= rotary_dim <= head_dim={self.head_dim}, got {self.rotary_dim!r}")
+        if self.rotary_dim == self.head_dim:
+            object.__setattr__(self, "rotary_dim", None)   # one spelling of full rotary
+        if not _is_int(self.offset) or self.offset < 0:
+            raise ValueError(f"offset must be an integer >= 0, got {self.offset!r}")
+        if self.offset + self.length > MAX_POSITION:
+            raise ValueError(f"offset + length must be <= 2**53 (positions exact in float64), "
+                             f"got {self.offset} + {self.length}")
+
+    def _check_convention(self) -> None:
+        if not _is_finite(self.base) or self.base <= 1:
+            raise ValueError(f"base must be a finite number > 1, got {self.base!r}")
+        object.__setattr__(self, "base", float(self.base))
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.rope_type not in ROPE_TYPES:
+            raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {self.rope_type!r}")
+
+    def _check_scaling(self) -> None:
+        for name in ("factor", "low_freq_factor", "beta_slow"):
+            self._positive(name)
+        for name in ("beta_fast", "high_freq_factor"):
+            self._finite(name)
+        for name in ("attention_factor",):
+            if getattr(self, name) is not None:
+                self._positive(name)
+        for name in ("mscale", "mscale_all_dim"):
+            if getattr(self, name) is not None:
+                self._finite(name)
+        if self.beta_fast <= self.beta_slow:
+            raise ValueError(f"beta_fast must be > beta_slow={self.beta_slow}, got {self.beta_fast!r}")
+        if self.high_freq_factor <= self.low_freq_factor:
+            raise ValueError(f"high_freq_factor must be > low_freq_factor={self.low_freq_factor}, "
+                             f"got {self.high_freq_factor!r}")
+        if not isinstance(self.truncate, bool):
+            raise ValueError(f"truncate must be True or False, got {self.truncate!r}")
+        for name in ("original_max_position_embeddings", "max_position_embeddings"):
+            value = getattr(self, name)
+            if value is not None and (not _is_int(value) or value < 2):
+                raise ValueError(f"{name} must be None or an integer >= 2, got {value!r}")
+        for name in ("short_factor", "long_factor"):
+            self._factor_list(name)
+
+    def _positive(self, name: str) -> None:
+        value = getattr(self, name)
+        if not _is_finite(value) or value <= 0:
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        object.__setattr__(self, name, float(value))
+
+    def _finite(self, name: str) -> None:
+        value = getattr(self, name)
+        if not _is_finite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+        object.__setattr__(self, name, float(value))
+
+    def _factor_list(self, name: str) -> None:
+        value = getattr(self, name)
+        if value is None:
+            return
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+            raise ValueError(f"{name} must be None or a sequence of n_freq={self.n_freq} numbers > 0, "
+                             f"got {value!r}")
+        if len(value) != self.n_freq or not all(_is_finite(v) and v > 0 for v in value):
+            raise ValueError(f"{name} must hold n_freq = rotary_dim // 2 = {self.n_freq} finite numbers "
+                             f"> 0, got {len(value)} values: {list(value)[:8]}")
+        object.__setattr__(self, name, tuple(float(v) for v in value))
+
+    def _check_rope_type(self) -> None:
+        used = USES[self.rope_type]
+        default = _DEFAULTS
+        for name in SCALING_FIELDS:
+            if name not in used and getattr(self, name) != default[name]:
+                users = [t for t, names in USES.items() if name in names]
+                raise ValueError(f"{name} is not read by rope_type={self.rope_type!r} and must keep its "
+                                 f"default {default[name]!r} (rope_type one of {users} reads it), "
+                                 f"got {getattr(self, name)!r}")
+        for name in REQUIRES.get(self.rope_type, ()):
+            if getattr(self, name) is None:
+                want = "n_freq numbers > 0" if name.endswith("_factor") else "an integer >= 2"
+                raise ValueError(f"{name} is required for rope_type={self.rope_type!r} ({want}), got None")
+        if self.rope_type == "dynamic" and self.rot < 4:
+            raise ValueError(f"rotary_dim must be >= 4 for rope_type='dynamic' (its base is raised to "
+                             f"rot / (rot - 2)), got {self.rot}")
+
+    def _check_angles(self) -> None:
+        """The largest angle must be exact to a fraction of a radian in float64."""
+        fastest = float(np.max(self.inv_freq()))
+        if not math.isfinite(fastest) or self.max_position * fastest > MAX_ANGLE:
+            raise ValueError(f"the largest angle, max_position {self.max_position} x the fastest "
+                             f"inv_freq {fastest:.3g}, must be <= 2**53 (~9.0e15, where float64 angles "
+                             "lose their fraction): use a smaller offset or length, or a larger factor")
+
+    # -- derived members ----------------------------------------------------------------------
+    @property
+    def rot(self) -> int:
+        """The rotated width: rotary_dim, or head_dim when that is None."""
+        return self.head_dim if self.rotary_dim is None else self.rotary_dim
+
+    @property
+    def n_freq(self) -> int:
+        return self.rot // 2
+
+    @property
+    def seq_len(self) -> int:
+        """The sequence length dynamic and longrope scaling see: max position + 1."""
+        return self.offset + self.length
+
+    @property
+    def max_position(self) -> int:
+        return self.offset + self.length - 1
+
+    def inv_freq(self) -> np.ndarray:
+        """float64 `[n_freq]` inverse frequencies with the rope_type's scaling applied."""
+        return scaling.inv_freq(self)
+
+    @property
+    def attention_scaling(self) -> float:
+        """What multiplies cos and sin (yarn's mscale, longrope's factor; 1.0 for the rest)."""
+        return scaling.attention_scaling(self)
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the cache (cos and sin, each [length, rot]) in the spec's dtype."""
+        return 2 * self.length * self.rot * self.itemsize
+
+    @property
+    def nbytes_reference(self) -> int:
+        return 2 * self.length * self.rot * 8
+
+    def replace(self, **changes: Any) -> "RotarySpec":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields, JSON-friendly (factor tuples as lists)."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RotarySpec":
+        """The inverse of `as_dict` (lists back to tuples); unknown fields are a ValueError."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"RotarySpec has no field(s) {sorted(unknown)}; its fields are {sorted(names)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+    @classmethod
+    def from_hf_config(cls, config: Any, length: Optional[int] = None,
+                       dtype: str = "float32") -> "RotarySpec":
+        """The spec of a transformers config (a dict or a PretrainedConfig); see config.py."""
+        from harness.core.kinds.rotary.config import spec_from_hf_config
+
+        return spec_from_hf_config(config, length=length, dtype=dtype)
+
+    def short(self) -> str:
+        """Compact label for tables: only fields that differ from the defaults."""
+        extra = [f"{name}={_short_value(getattr(self, name))}" for name, value in _DEFAULTS.items()
+                 if name not in ("length", "head_dim", "dtype") and getattr(self, name) != value]
+        return " ".join([f"{self.length}x{self.head_dim}", self.dtype, *extra])
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _short_value(value: Any) -> str:
+    if isinstance(value, tuple):
+        return f"[{len(value)} values]"
+    return str(value)
+
+
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(RotarySpec)
+                             if f.name not in ("length", "head_dim")}
+ROTARY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RotarySpec))
