@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
@@ -41,6 +42,8 @@ class Implementation:
     workload: str = "table"
     kind: str = "table"                     # which kind of table it builds (harness.core.kinds)
     requires: tuple[str, ...] = ()          # modules beyond what its backend needs
+    #: the distribution whose own code runs (e.g. "transformers"); None for the project's own
+    library: Optional[str] = None
     check: Optional[Callable[[], Optional[str]]] = None
     origin: str = ""
     doc: str = ""
@@ -65,6 +68,16 @@ class Implementation:
     def _probed(self) -> Optional[str]:
         """Probed once: a GPU check imports torch, a module check walks sys.path."""
         return self._probe()
+
+    @property
+    def library_version(self) -> Optional[str]:
+        """The installed version of `library` (None for the project's own or when absent)."""
+        if self.library is None:
+            return None
+        try:
+            return importlib.metadata.version(self.library)
+        except importlib.metadata.PackageNotFoundError:
+            return None
 
     @property
     def available(self) -> bool:
@@ -120,6 +133,7 @@ class Registry:
         kind: Optional[str] = None,
         requires: Iterable[str] | None = None,
         check: Optional[Callable[[], Optional[str]]] = None,
+        library: Optional[str] = None,
     ) -> Callable[[Factory], Factory]:
         """Decorator for a factory; returns the factory unchanged so it stays testable. The kind
         follows from the workload (names are unique across kinds) unless given."""
@@ -130,7 +144,7 @@ class Registry:
                 name=name, backend=backend, device=device, build=build,
                 supports_fn=supports if supports is not None else Supports(),
                 workload=workload, kind=kind,
-                requires=tuple(requires or ()),
+                requires=tuple(requires or ()), library=library,
                 check=check, origin=getattr(build, "__module__", "?"),
                 doc=(build.__doc__ or "").strip().split("\n")[0],
             ))

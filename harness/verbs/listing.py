@@ -16,7 +16,7 @@ from harness.core.selection import select
 from harness.core.supports import Supports
 from harness.util import jsonout, tables
 
-HEADERS = ["name", "workload", "backend", "device", "conventions", "available"]
+HEADERS = ["name", "kind", "workload", "backend", "device", "conventions", "available"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +29,8 @@ def describe(impl: Implementation) -> dict[str, Any]:
     reason = impl.unavailable_reason()
     declared = impl.supports_fn
     return {"name": impl.name, "backend": impl.backend, "device": impl.device,
-            "workload": impl.workload, "conventions": impl.conventions,
+            "kind": impl.kind, "workload": impl.workload, "library": impl.library,
+            "library_version": impl.library_version, "conventions": impl.conventions,
             "supports": asdict(declared) if isinstance(declared, Supports) else None,
             "available": reason is None, "reason": reason}
 
@@ -39,7 +40,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     if getattr(args, "json", False):
         print(jsonout.dumps([describe(i) for i in chosen]))
         return 0
-    rows = [[i.name, i.workload, i.backend, i.device, i.conventions,
+    rows = [[i.name, i.kind, i.workload, i.backend, i.device, i.conventions,
              "yes" if i.available else f"no: {i.unavailable_reason()}"] for i in chosen]
     print(tables.text(HEADERS, rows))
     backends = sorted({i.backend for i in chosen})
