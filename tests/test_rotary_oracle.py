@@ -16,9 +16,11 @@ from tests import rotary_oracle as oracle
 
 EPS = float(np.finfo(np.float64).eps)
 LONGROPE = dict(rope_type="longrope", factor=4.0, original_max_position_embeddings=64,
-                short_factor=tuple(1.0 + k / 8 for k in range(12)), long_factor=tuple(1.0 + k * k for k in range(12)))
+                short_factor=tuple(1.0 + k / 8 for k in range(12)),
+                long_factor=tuple(1.0 + k * k for k in range(12)))
 #: Every rope_type in both layouts, beside the verify cases.
-SCALED = [dict(rope_type="linear", factor=3.0), dict(rope_type="dynamic", factor=4.0, max_position_embeddings=50),
+SCALED = [dict(rope_type="linear", factor=3.0),
+          dict(rope_type="dynamic", factor=4.0, max_position_embeddings=50),
           dict(rope_type="yarn", factor=16.0, original_max_position_embeddings=32),
           dict(rope_type="yarn", factor=16.0, original_max_position_embeddings=32, truncate=False,
                mscale=1.0, mscale_all_dim=0.5),
