@@ -1,9 +1,10 @@
 """pe-harness: verify, time and identify sinusoidal positional encodings.
 
-Public contract (docs and README): `Spec`, `register`, `implementations`,
-`reference`, `to_numpy`, `Supports`; for a user's own tests, `check_callable`
-and `assert_callable` judge an unregistered callable as `verify` does, and
-return a `Check`.
+Public contract (docs and README): the specs of every kind (`Spec` for the 1-D table,
+`RotarySpec`, `GridSpec`, `TimestepSpec`) and `spec_from_dict` to rebuild any of them from
+its printed fields; `register`, `implementations`, `reference` and `tolerance` (any kind's),
+`to_numpy`, `Supports`; for a user's own tests, `check_callable` and `assert_callable` judge
+an unregistered callable as `verify` does, and return a `Check`.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from __future__ import annotations
 from harness.core.api import assert_callable, check_callable
 from harness.core.checks import Check
 from harness.core.convert import dtype_name, to_numpy
-from harness.core.kinds import Kind, reference, tolerance
+from harness.core.kinds import Kind, Workload, reference, spec_dict, spec_from_dict, tolerance
+from harness.core.kinds.rotary import RotarySpec
+from harness.core.kinds.timestep import TimestepSpec
 from harness.core.plugins import PluginError, load_all, load_plugin
 from harness.core.registry import REGISTRY, Implementation, register
 from harness.core.spec import Spec
 from harness.core.supports import Supports
 
 __all__ = [
-    "Check", "Implementation", "Kind", "PluginError", "Spec", "Supports", "assert_callable",
-    "check_callable", "dtype_name", "implementations", "load_plugin", "reference", "register",
+    "Check", "Implementation", "Kind", "PluginError", "RotarySpec", "Spec", "Supports",
+    "TimestepSpec", "Workload", "assert_callable", "check_callable", "dtype_name",
+    "implementations", "load_plugin", "reference", "register", "spec_dict", "spec_from_dict",
     "to_numpy", "tolerance",
 ]
 
