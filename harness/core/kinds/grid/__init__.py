@@ -1,0 +1,28 @@
+"""The 2-D/3-D sincos grid kind: ViT/MAE/DiT/DETR/video tables `[extra + prod(grid), d_model]`.
+
+One workload, `grid`, builds the whole table: `extra` zero rows, then the grid's cells
+row-major (last axis fastest), each the concatenation of its axes' 1-D sinusoidal embeddings
+in `axis_order`. See GridSpec for the fields and docs/grid.md for the conventions.
+"""
+
+from __future__ import annotations
+
+from harness.core.kinds import Kind, Workload, add
+from harness.core.kinds.grid.cases import grid_cases
+from harness.core.kinds.grid.conventions import CONVENTIONS, bench_spec
+from harness.core.kinds.grid.reference import reference, tolerance
+from harness.core.kinds.grid.spec import COORDS, LAYOUTS, GridSpec
+
+GRID = add(Kind(
+    name="grid", spec_type=GridSpec, reference=reference, tolerance=tolerance, cases=grid_cases,
+    workloads=(
+        Workload("grid", shape=lambda spec, batch, heads: (spec.rows, spec.d_model),
+                 doc="build the [extra + prod(grid), d_model] table"),
+    ),
+    conventions=CONVENTIONS, bench_spec=bench_spec,
+    bench_sizes=((256, 4096, 16384), (256, 768, 1152)),
+    bench_sizes_quick=((256, 4096), (256, 768)),
+    doc="2-D/3-D sincos grids of ViT/MAE/DiT/DETR and video models",
+))
+
+__all__ = ["CONVENTIONS", "COORDS", "GRID", "GridSpec", "LAYOUTS", "bench_spec", "reference", "tolerance"]
