@@ -173,7 +173,8 @@ class GridSpec:
                              f"got {self.interpolation_scale!r}")
         self._set("interpolation_scale", tuple(float(s) for s in scales))
         if self.coords == "index":
-            unread = [f"{k}={getattr(self, k)!r}" for k, v in NORMALIZED_ONLY.items() if getattr(self, k) != v]
+            unread = [f"{k}={getattr(self, k)!r}" for k, v in NORMALIZED_ONLY.items()
+                      if getattr(self, k) != v]
         else:
             unread = [f"base_size={self.base_size!r}"] if self.base_size is not None else []
             unread += [f"interpolation_scale={scales!r}"] if any(s != 1.0 for s in scales) else []
