@@ -6,7 +6,8 @@ num_attention_heads; partial rotary is `partial_rotary_factor` (or GPT-NeoX's `r
 0.25 when absent, and `rotary_emb_base`); GPT-J (`model_type == "gptj"`) rotates `rotary_dim`
 dims in the interleaved layout with base 10000. As in transformers, a missing
 `original_max_position_embeddings` is the top-level one, else max_position_embeddings, and a
-missing yarn or longrope `factor` is max_position_embeddings / original_max_position_embeddings.
+missing yarn or longrope `factor` is max_position_embeddings / original_max_position_embeddings;
+Phi-3's legacy "su" and "yarn" are longrope.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from harness.core.kinds.rotary.spec import REQUIRES, ROPE_TYPES, USES, RotarySpe
 #: transformers' attribute_map aliases (GPT-J, GPT-2 style configs) -> the standard names.
 _ALIASES = {"n_embd": "hidden_size", "n_head": "num_attention_heads",
             "n_positions": "max_position_embeddings"}
+#: Older rope_type names some model types still accept (Phi-3 maps both to longrope).
+_RENAMED = {"phi3": {"su": "longrope", "yarn": "longrope"},
+            "phi4_multimodal": {"su": "longrope", "yarn": "longrope"}}
 #: Scaling keys read straight from the rope parameters, with transformers' `x or default` rule.
 _OR_DEFAULT = {"beta_fast": 32.0, "beta_slow": 1.0}
 
@@ -112,6 +116,7 @@ def spec_from_hf_config(config: Any, length: Optional[int] = None, dtype: str = 
     data = _as_dict(config)
     params = _rope_parameters(data)
     rope_type = params.get("rope_type", params.get("type", "default"))
+    rope_type = _RENAMED.get(data.get("model_type"), {}).get(rope_type, rope_type)
     if rope_type not in ROPE_TYPES:
         raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
     head_dim = _head_dim(data)
