@@ -16,9 +16,9 @@ from harness.core.spec import DTYPES
 
 #: Named conventions (spec fields), the first the default bench times. diffusers' Timesteps
 #: module takes (flip_sin_to_cos, downscale_freq_shift, scale); its function's defaults are
-#: DDPM's; most current models (SD 1.x-3, SDXL, Flux, DiT, PixArt, Wan) use guided-diffusion's.
+#: DDPM's; most current models (SD 1.x-3, SDXL, Flux, PixArt, Wan) use guided-diffusion's.
 CONVENTIONS: dict[str, dict[str, Any]] = {
-    "adm": {"freq_shift": 0.0, "cos_first": True},           # guided-diffusion, DiT; flip, shift 0
+    "adm": {"freq_shift": 0.0, "cos_first": True},           # guided-diffusion; flip, shift 0
     "ddpm": {"freq_shift": 1.0, "cos_first": False},         # get_timestep_embedding's defaults
     "ddpm-flip": {"freq_shift": 1.0, "cos_first": True},     # Timesteps(flip=True, shift=1)
     "sin-first": {"freq_shift": 0.0, "cos_first": False},    # Timesteps(flip=False, shift=0)
