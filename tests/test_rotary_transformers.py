@@ -46,10 +46,11 @@ SCALINGS = {
     "linear": dict(factor=4.0),
     "dynamic": dict(factor=2.0),
     "yarn": dict(factor=4.0, original_max_position_embeddings=1024),
-    "yarn-mscale": dict(factor=40.0, original_max_position_embeddings=1024, mscale=0.707, mscale_all_dim=1.0,
-                        truncate=False, beta_fast=16, beta_slow=2),
+    "yarn-mscale": dict(factor=40.0, original_max_position_embeddings=1024, mscale=0.707,
+                        mscale_all_dim=1.0, truncate=False, beta_fast=16, beta_slow=2),
     "yarn-attention": dict(factor=8.0, original_max_position_embeddings=512, attention_factor=1.3),
-    "llama3": dict(factor=8.0, original_max_position_embeddings=1024, low_freq_factor=1.0, high_freq_factor=4.0),
+    "llama3": dict(factor=8.0, original_max_position_embeddings=1024, low_freq_factor=1.0,
+                   high_freq_factor=4.0),
     "longrope": dict(factor=4.0, original_max_position_embeddings=1024,
                      short_factor=[1.0 + k / 16 for k in range(HEAD_DIM // 2)],
                      long_factor=[1.0 + k for k in range(HEAD_DIM // 2)]),
@@ -65,8 +66,9 @@ def rope_parameters(name: str, theta: float = 10000.0) -> dict:
 
 
 def llama_config(name: str, theta: float = 10000.0):
-    return _config("llama", "LlamaConfig", hidden_size=HEAD_DIM * 4, num_attention_heads=4, head_dim=HEAD_DIM,
-                   num_hidden_layers=1, max_position_embeddings=MPE, rope_parameters=rope_parameters(name, theta))
+    return _config("llama", "LlamaConfig", hidden_size=HEAD_DIM * 4, num_attention_heads=4,
+                   head_dim=HEAD_DIM, num_hidden_layers=1, max_position_embeddings=MPE,
+                   rope_parameters=rope_parameters(name, theta))
 
 
 def spec_of(name: str, seq_len: int, theta: float = 10000.0, dtype: str = "float32") -> RotarySpec:
@@ -196,7 +198,8 @@ def test_yarn_and_longrope_derive_a_missing_factor_like_transformers():
     config = _config("llama", "LlamaConfig", **{**deepseek, "head_dim": 128, "num_hidden_layers": 1})
     hf_inv, hf_scale = rope_utils.ROPE_INIT_FUNCTIONS["yarn"](config, "cpu")
     assert spec.factor == 4.0 and spec.attention_scaling == pytest.approx(hf_scale, rel=1e-15)
-    assert np.all(np.abs(spec.inv_freq() / hf_inv.double().numpy() - 1) <= allowed_float32_rel(spec.inv_freq()))
+    rel = np.abs(spec.inv_freq() / hf_inv.double().numpy() - 1)
+    assert np.all(rel <= allowed_float32_rel(spec.inv_freq()))
 
 
 def test_phi3_longrope_config():
@@ -229,3 +232,22 @@ def test_bad_configs_are_value_errors(params, message):
         RotarySpec.from_hf_config(config)
     with pytest.raises(ValueError, match="length is required"):
         RotarySpec.from_hf_config({"head_dim": 64})
+
+
+def test_transformers_float64_cache_is_only_float32_accurate():
+    """A finding (docs/rotary.md): LlamaRotaryEmbedding computes inv_freq and the angles in float32 and
+    casts at the end, so a float64 model's cache fails the float64 tolerance but passes float32's."""
+    modeling = _modeling("llama")
+    rotary = modeling.LlamaRotaryEmbedding(llama_config("default"))
+    cos, _ = rotary(torch.zeros(1, dtype=torch.float64), torch.arange(4096)[None])
+    assert cos.dtype == torch.float64
+    spec = RotarySpec(4096, HEAD_DIM, dtype="float64")
+    err = np.abs(cos[0].numpy() - cache_reference(spec)[0])
+    assert np.max(err / cache_tolerance(spec)[0]) > 1e3
+    assert np.all(err <= cache_tolerance(spec.replace(dtype="float32"))[0])
+
+
+def test_gptj_dict_without_rotary_dim_uses_the_config_default():
+    raw = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_positions": 2048}
+    assert RotarySpec.from_hf_config(raw).rotary_dim == 64
+    assert RotarySpec.from_hf_config({**raw, "rotary_dim": None}).rotary_dim is None

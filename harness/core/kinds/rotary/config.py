@@ -60,7 +60,8 @@ def _head_dim(data: dict[str, Any]) -> int:
 
 def _rotary_dim(data: dict[str, Any], params: dict[str, Any], head_dim: int) -> Optional[int]:
     if data.get("model_type") == "gptj":
-        return data.get("rotary_dim")
+        dim = data.get("rotary_dim", 64)        # GPTJConfig's default; None rotates the whole head
+        return None if dim is None or dim >= head_dim else dim
     fraction = params.get("partial_rotary_factor", data.get("partial_rotary_factor"))
     if fraction is None:
         fraction = data.get("rotary_pct", 0.25 if data.get("model_type") == "gpt_neox" else None)
