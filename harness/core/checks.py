@@ -50,7 +50,19 @@ class Check:
                 "kind": kinds.of(self.spec).name, "workload": self.workload}
         tail = {k: getattr(self, k) for k in ("max_abs_err", "tol", "err_ratio", "ulps",
                                               "worst_pos", "worst_col", "status", "reason", "seconds")}
-        return {**head, **self.spec.as_dict(), **tail}
+        return {**head, **{k: _cell(v) for k, v in self.spec.as_dict().items()}, **tail}
+
+
+#: A spec field holding more values than this (a timestep vector, longrope's factors) is
+#: summarised in a CSV cell; the spec itself is in verify.md's label and the JSON output.
+MAX_CELL_VALUES = 8
+
+
+def _cell(value: Any) -> Any:
+    """A spec field as one CSV cell: long sequences summarised, not spilled."""
+    if isinstance(value, (list, tuple)) and len(value) > MAX_CELL_VALUES:
+        return f"{len(value)} values, {min(value):g} .. {max(value):g}"
+    return value
 
 
 @dataclass(frozen=True)

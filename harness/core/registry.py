@@ -142,7 +142,7 @@ class Registry:
         def decorator(build: Factory) -> Factory:
             self.add(Implementation(
                 name=name, backend=backend, device=device, build=build,
-                supports_fn=supports if supports is not None else Supports(),
+                supports_fn=supports if supports is not None else _default_supports(kind),
                 workload=workload, kind=kind,
                 requires=tuple(requires or ()), library=library,
                 check=check, origin=getattr(build, "__module__", "?"),
@@ -163,6 +163,15 @@ class Registry:
 
     def remove(self, name: str) -> None:
         self._impls.pop(name, None)
+
+
+def _default_supports(kind: str) -> SupportsFn:
+    """Without `supports=`: the 1-D table's default conventions, or any spec of another kind."""
+    return Supports() if kind == "table" else _any_spec
+
+
+def _any_spec(spec: Any) -> Optional[str]:
+    return None
 
 
 REGISTRY = Registry()

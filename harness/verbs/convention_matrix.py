@@ -36,6 +36,7 @@ from harness.core.spec import LAYOUTS, Spec
 from harness.core.tolerance import tolerance
 from harness.util import arguments, exitcodes, io, tables
 from harness.util.deadline import call_with_deadline
+from harness.verbs import family_conventions
 
 PROBE_LENGTH = 64
 EVEN_WIDTH, ODD_WIDTH = 16, 17
@@ -243,21 +244,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
-    chosen = [i for i in select(impls, args.only) if i.workload == "table"]
-    if not chosen:
-        print(f"conventions: no table implementation matches --only {args.only}", file=sys.stderr)
+    selected = select(impls, args.only)
+    chosen = [i for i in selected if i.workload == "table"]
+    family = [i for i in selected if i.kind != "table"]
+    if not chosen and not family:
+        print(f"conventions: no implementation matches --only {args.only}", file=sys.stderr)
         return exitcodes.USAGE
     timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
-    grid = probes(args.quick)
-    cells, classes = build_tables(chosen, grid, timeout_s, isolate.from_args(args, 2 * timeout_s + 60))
-    dist = distances(grid)
+    isolation = isolate.from_args(args, 2 * timeout_s + 60)
     out = Path(args.out)
-    io.write_csv(out / "conventions.csv", cells_frame(cells, grid, classes))
-    io.write_csv(out / "convention_distances.csv", dist)
-    io.write_text(out / "conventions.md", markdown(grid, cells, classes, dist))
-    differs = sorted({c.impl for c in cells if c.status in ("differs", "error")})
-    print(f"{len(chosen)} implementations x {len(grid)} conventions; wrote "
-          f"{out / 'conventions.md'} and {out / 'conventions.csv'}")
+    text, differs = "", set()
+    if chosen:
+        grid = probes(args.quick)
+        cells, classes = build_tables(chosen, grid, timeout_s, isolation)
+        dist = distances(grid)
+        io.write_csv(out / "conventions.csv", cells_frame(cells, grid, classes))
+        io.write_csv(out / "convention_distances.csv", dist)
+        text = markdown(grid, cells, classes, dist)
+        differs = {c.impl for c in cells if c.status in ("differs", "error")}
+    if family:
+        rows = family_conventions.run(family, timeout_s, isolation)
+        io.write_csv(out / "family_conventions.csv", rows)
+        text += family_conventions.markdown(rows)
+        differs |= set(rows.loc[rows["status"].isin(["fail", "error"]), "impl"])
+    io.write_text(out / "conventions.md", text)
+    print(f"{len(chosen) + len(family)} implementations; wrote {out / 'conventions.md'}")
     if differs:
-        print(f"differ from the reference somewhere: {', '.join(differs)}")
+        print(f"differ from the reference somewhere: {', '.join(sorted(differs))}")
     return 0
