@@ -91,7 +91,8 @@ def element(spec, row: int, col: int) -> mpmath.mpf:
     fn, axis, k = column_roles(spec)[col]
     i = grid_point(spec, row - spec.extra)[axis]
     with mpmath.workdps(DIGITS):
-        return (mpmath.sin if fn == SIN else mpmath.cos)(position(spec, axis, i) * inverse_frequency(spec, axis, k))
+        theta = position(spec, axis, i) * inverse_frequency(spec, axis, k)
+        return (mpmath.sin if fn == SIN else mpmath.cos)(theta)
 
 
 def table(spec) -> np.ndarray:
