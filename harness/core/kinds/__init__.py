@@ -4,8 +4,8 @@ A kind is one module under harness/core/kinds that builds one `Kind`: its spec t
 float64 reference and per-element tolerance, verify's cases, its named conventions, how
 bench's axes (length x width x dtype) become a spec, and its workloads. The 1-D
 `[length, d_model]` table (kinds/table.py), the rotary cos/sin cache and its apply
-(kinds/rotary.py), the 2-D/3-D grids (kinds/grid.py) and diffusion timestep embeddings
-(kinds/timestep.py) are kinds. `checks.check`, `verify` and bench reach a kind only through
+(kinds/rotary/), the 2-D/3-D grids (kinds/grid/) and diffusion timestep embeddings
+(kinds/timestep/) are kinds. `checks.check`, `verify` and bench reach a kind only through
 `of(spec)` and `named(name)`, so a new kind needs no change to them; each implementation
 says which kind and workload it builds (`register(kind=..., workload=...)`).
 
