@@ -8,8 +8,10 @@ to 1e6 (a window of consecutive positions at each), for a narrow table
 dtype its backend offers (NumPy: float16, float32; torch: float16, bfloat16,
 float32), plus the registered implementations selected by --only (none by
 default), each against the float64 reference, in one child process per
-backend (harness.core.isolate: a crash costs only its own points). Writes
-precision.csv, precision.md and plots/precision.png under --out.
+backend (harness.core.isolate: a crash costs only its own points). The other kinds
+(rotary, timestep, grid: harness.verbs.precision_family) are studied too unless --kind
+picks one. Writes precision.csv (a `kind` column), precision.md, plots/precision.png and
+plots/precision-<kind>.png under --out.
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ from harness.core.spec import Spec
 from harness.core.tolerance import eps
 from harness.util import arguments, io, tables
 from harness.util.deadline import call_with_deadline
+from harness.verbs import precision_family
 from harness.verbs.precision_methods import METHODS, array_ops
 
 PROBE_WIDTH = 16
 WINDOW = 8
 LAST_POSITION = 10**6
 DTYPES = ("float32", "float16", "bfloat16")
+KIND_CHOICES = ("table", *precision_family.KINDS, "all")
 SHOWN_POSITIONS = (100, 10_000, 1_000_000)
 METHOD_COLORS = {"direct": "tab:red", "f64-angles": "tab:orange", "angle-addition": "tab:green",
                  "f64-table": "tab:blue"}
@@ -198,10 +202,37 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "\n\n--only GLOB adds registered implementations to the study (default: none).")
     parser.add_argument("--timeout-s", type=float, default=60.0,
                         help="seconds one build or call may take before it is left out")
+    parser.add_argument("--kind", choices=KIND_CHOICES, default="all",
+                        help="which kind's study to run (default: all)")
     isolate.add_option(parser)
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
+    kind = getattr(args, "kind", "all")
+    out = Path(args.out)
+    frames, notes, said = [], [], []
+    if kind in ("table", "all"):
+        df = _table(args, impls)
+        frames.append(df.assign(kind="table", study="table"))
+        notes.append(markdown(df))
+        headers, rows = summary(df)
+        said.append(tables.text(headers, rows))
+    family = [k for k in precision_family.KINDS if kind in (k, "all")]
+    if family:
+        found = precision_family.study(family, out, args.quick, getattr(args, "in_process", False))
+        frames.append(found.frame)
+        notes.append(found.markdown if notes else "# Precision\n\n" + found.markdown)
+        said.append("\n".join(["use:", *found.choices]))
+    columns = list(dict.fromkeys(["kind", "study", *frames[0].columns]))
+    io.write_csv(out / "precision.csv", pd.concat(frames, ignore_index=True)[columns])
+    io.write_text(out / "precision.md", "\n".join(notes))
+    print("\n\n".join(said))
+    print(f"\nwrote {out / 'precision.csv'}, {out / 'precision.md'} and plots under {out / 'plots'}")
+    return 0
+
+
+def _table(args: argparse.Namespace, impls: list[Implementation]) -> pd.DataFrame:
+    """The 1-D table study: its methods and any implementations --only names."""
     starts = window_starts(args.quick)
     chosen = select(impls, args.only) if args.only else []
     if args.only and not chosen:
@@ -209,12 +240,5 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
     isolation = isolate.from_args(args, 2 * timeout_s + 60) if chosen else None
     df = frame(measure_methods(starts) + measure_impls(chosen, starts, timeout_s, isolation))
-    out = Path(args.out)
-    io.write_csv(out / "precision.csv", df)
-    plot(df, out / "plots" / "precision.png")
-    io.write_text(out / "precision.md", markdown(df))
-    headers, rows = summary(df)
-    print(tables.text(headers, rows))
-    print(f"\nwrote {out / 'precision.csv'}, {out / 'precision.md'} and "
-          f"{out / 'plots' / 'precision.png'}")
-    return 0
+    plot(df, Path(args.out) / "plots" / "precision.png")
+    return df

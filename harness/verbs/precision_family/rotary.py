@@ -22,8 +22,8 @@ import numpy as np
 
 from harness.core import kinds
 from harness.core.kinds.rotary.spec import RotarySpec
-from harness.verbs.precision_family.common import (HALF_DTYPES, Point, max_error, numpy64, reduced,
-                                                   tensor, torch_dtype)
+from harness.verbs.precision_family.common import (HALF_DTYPES, Point, max_error, numpy64, reduced, tensor,
+                                                   torch_dtype)
 
 HEAD_DIM = 128
 WINDOW = 8
