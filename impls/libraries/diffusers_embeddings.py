@@ -50,7 +50,6 @@ def build_timestep_embedding(spec: TimestepSpec):
 def build_1d_sincos(spec: Spec):
     """get_1d_sincos_pos_embed_from_grid(d, pos, flip_sin_to_cos=cos_first, dtype): concat, the
     paper's schedule, base 10000; positions in the spec's dtype (float64 is its default)."""
-    import torch
     from diffusers.models.embeddings import get_1d_sincos_pos_embed_from_grid
 
     dtype = torch_dtype(spec.dtype)
