@@ -13,6 +13,7 @@ from harness.core.api import assert_callable, check_callable
 from harness.core.checks import Check
 from harness.core.convert import dtype_name, to_numpy
 from harness.core.kinds import Kind, Workload, reference, spec_dict, spec_from_dict, tolerance
+from harness.core.kinds.grid import GridSpec
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.kinds.timestep import TimestepSpec
 from harness.core.plugins import PluginError, load_all, load_plugin
@@ -21,7 +22,7 @@ from harness.core.spec import Spec
 from harness.core.supports import Supports
 
 __all__ = [
-    "Check", "Implementation", "Kind", "PluginError", "RotarySpec", "Spec", "Supports",
+    "Check", "GridSpec", "Implementation", "Kind", "PluginError", "RotarySpec", "Spec", "Supports",
     "TimestepSpec", "Workload", "assert_callable", "check_callable", "dtype_name",
     "implementations", "load_plugin", "reference", "register", "spec_dict", "spec_from_dict",
     "to_numpy", "tolerance",
