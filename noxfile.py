@@ -1,4 +1,4 @@
-"""nox sessions: `nox -s tests`, `nox -s verify`, `nox -s bench`, `nox -s report`.
+"""nox sessions: `nox -s tests`, `nox -s verify`, `nox -s bench`, `nox -s report`, `nox -s libraries`.
 
 All sessions share one environment, `.nox/stack` (about 3 GB: torch, TensorFlow,
 JAX, Numba), so the stack is installed once, not once per session. It is built
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import nox
@@ -72,3 +73,44 @@ def bench(session: nox.Session) -> None:
 def report(session: nox.Session) -> None:
     """Rebuild report.md and plots of run directories (default: the newest under results/)."""
     harness(session, "report")
+
+
+#: Installed --no-deps: openai-whisper declares triton and keras-hub the full tensorflow (plus
+#: tensorflow-text), either of which would replace the CPU stack (docs/libraries.md).
+NO_DEPS = ("openai-whisper", "keras-hub")
+#: The registered library implementations (impls/libraries), by the names of whose code runs.
+LIBRARY_IMPLS = ("transformers-*", "diffusers-*", "positional-encodings-*", "whisper-*",
+                 "rotary-embedding-torch-*", "torchtune-*", "keras-hub-*")
+
+
+def libraries_python(session: nox.Session) -> str:
+    """The shared stack with the `libraries` extra too, reinstalled when the pins change."""
+    python = stack_python(session)
+    digest = hashlib.sha256(
+        b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "constraints.txt"))
+    ).hexdigest()
+    marker = STACK / ".pe-harness-libraries"
+    if marker.exists() and marker.read_text() == digest:
+        session.log("libraries already installed in the stack")
+        return python
+    session.run(python, "-m", "pip", "install", "--quiet", "-c", "constraints.txt",
+                "-e", ".[all,test,libraries]", external=True)
+    session.run(python, "-m", "pip", "install", "--quiet", "--no-deps", "-c", "constraints.txt",
+                *NO_DEPS, external=True)
+    marker.write_text(digest)
+    return python
+
+
+@nox.session(venv_backend="none")
+def libraries(session: nox.Session) -> None:
+    """The real library functions: verify (quick), a quick bench, and the pinned-table tests that
+    name the library, version and first differing position when an upgrade changes a table."""
+    python = libraries_python(session)
+    only = [arg for pattern in LIBRARY_IMPLS for arg in ("--only", pattern)]
+    with tempfile.TemporaryDirectory(prefix="pe-libraries-") as out:
+        session.run(python, "-m", "harness", "verify", "--quick", *only, "--out", f"{out}/verify",
+                    external=True, env=QUIET_TF)
+        session.run(python, "-m", "harness", "bench", "--quick", *only, "--out", f"{out}/bench",
+                    "--no-post", external=True, env=QUIET_TF)
+    session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_libraries.py",
+                "tests/test_libraries_pinned.py", *session.posargs, external=True, env=QUIET_TF)
