@@ -58,7 +58,7 @@ def test_design_layers_name_real_modules():
         path = ROOT / name.rstrip("/")
         return (path.is_dir() or path.with_suffix(".py").exists()
                 or any((ROOT / "harness").rglob(f"{name}.py"))
-                or (ROOT / "harness" / name / "__init__.py").exists())
+                or any((ROOT / "harness").rglob(f"{name}/__init__.py")))
 
     missing = [n for n in names if "*" not in n and not real(n)]
     assert not missing, missing
