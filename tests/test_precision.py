@@ -39,7 +39,8 @@ def test_float16_direct_overflows_and_bfloat16_is_torch_only(errors):
 
 
 def test_verb_writes_csv_markdown_and_plot(tmp_path, capsys):
-    args = argparse.Namespace(only=["lib-xlm"], quick=True, out=str(tmp_path), timeout_s=30.0)
+    args = argparse.Namespace(only=["lib-xlm"], quick=True, out=str(tmp_path), timeout_s=30.0,
+                              kind="table")
     assert precision.main(args, REGISTRY.all()) == 0
     df = __import__("pandas").read_csv(tmp_path / "precision.csv")
     assert {"lib-xlm", "numpy direct"} <= set(df.source)
