@@ -27,6 +27,8 @@ class Accuracy:
     position: int
 
     def __str__(self) -> str:
+        if self.position <= 0:          # no positions to quote (a timestep embedding)
+            return fmt.err(self.max_abs_err)
         return f"{fmt.err(self.max_abs_err)} (p <= {fmt.count(self.position)})"
 
 

@@ -66,9 +66,17 @@ def _intro(found: Sequence[Answer], name: str) -> str:
     other = " (the default; `report --convention NAME` for another)" if name == convention.PAPER \
         else ""
     return (f"What to use: the fastest implementation that passes `verify` and builds the "
-            f"**{convention.describe(name)}** table{other}, timed{with_threads} in this run, and "
+            f"**{convention.describe(name)}** table{other}{_family_note(found)}, "
+            f"timed{with_threads} in this run, and "
             "how much faster it is than the usual choice: the seed or plain implementation code "
             "starts from on that device, timed beside it.")
+
+
+def _family_note(found: Sequence[Answer]) -> str:
+    """Which convention the other kinds' picks build: their kind's first (`convention`)."""
+    named = [f"{w}: {convention.family_first(w)}" for w in dict.fromkeys(a.pick.workload for a in found)
+             if convention.family_first(w)]
+    return f" (the rest of the family in its kind's first convention: {', '.join(named)})" if named else ""
 
 
 def _short(found: Sequence[Answer], name: str) -> pd.DataFrame:

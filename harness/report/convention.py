@@ -49,6 +49,15 @@ def describe(name: str) -> str:
             f"{'cos' if f['cos_first'] else 'sin'} first)")
 
 
+def family_first(workload: str) -> str:
+    """The convention another kind's workload is recommended in ('' for the 1-D table's)."""
+    try:
+        kind = kinds.of_workload(workload)
+    except ValueError:
+        return ""
+    return "" if kind.name == "table" else next(iter(kind.conventions))
+
+
 def cases(verify: Optional[pd.DataFrame], name: str, offsets: bool = False) -> pd.DataFrame:
     """Verify rows of convention `name` at the default base and scale, even widths only.
 
@@ -59,6 +68,8 @@ def cases(verify: Optional[pd.DataFrame], name: str, offsets: bool = False) -> p
         return pd.DataFrame()
     f = fields(name)
     verify = verify[verify["kind"] == "table"] if "kind" in verify else verify
+    if verify.empty or any(f not in verify for f in (*FIELDS, "base", "scale", "d_model")):
+        return verify.iloc[0:0]          # no 1-D table was verified in this run
     keep = ((verify["layout"] == f["layout"]) & (verify["freq_shift"].astype(float) == f["freq_shift"])
             & (verify["cos_first"].map(_truthy) == f["cos_first"])
             & (verify["base"].astype(float) == 10000.0) & (verify["scale"].astype(float) == 1.0)

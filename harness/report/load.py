@@ -156,6 +156,7 @@ def _normalise_verify(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
         values = frame[column] if column in frame else pd.Series(0, index=frame.index)
         frame[column] = pd.to_numeric(values, errors="coerce").fillna(0).astype(int)
     frame["max_position"] = frame["offset"] + frame["length"] - 1
+    frame.loc[frame["length"] <= 0, "max_position"] = 0     # no positions: a timestep embedding
     return frame
 
 
