@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.ticker import FuncFormatter
 
+from harness.core import kinds
 from harness.report import fmt, labels
 from harness.report.figures import bold_ticks, grid, heatmap, highlighted, legend, log_axis, save, styled
 from harness.report.frontier import Point, Tradeoff
@@ -29,7 +30,11 @@ SATURATE = 4.0
 #: On a GPU the roof is the device's own, timed in the same mode (harness.bench.modes).
 DEVICE_ROOF = "bare device fill (or copy) of the same bytes, per synchronised call"
 ROOFS = {"table": "fastest bare fill of the same bytes (fresh or recycled memory)",
-         "forward": "fastest bare x + y of the same shape (fresh or recycled memory)"}
+         "forward": "fastest bare x + y of the same shape (fresh or recycled memory)",
+         "cache": "fastest bare fill of the same bytes (cos and sin)",
+         "apply": "fastest bare q * 2, k * 2 pass (read and write every element once)",
+         "grid": "fastest bare fill of the same bytes (fresh or recycled memory)",
+         "timestep": "fastest bare fill of the same bytes (fresh or recycled memory)"}
 #: A float32 angle p * inv_freq is rounded to ~2^-24 relative, so sin is off by up to ~p * 2^-24.
 F32_ANGLE_ROUNDING = 2.0**-24
 #: The one roof line of a time plot: the fastest of the run's bare fills at each length.
@@ -49,6 +54,7 @@ def time_vs_length(bench: pd.DataFrame, workload: str, dtype: str, machine: str,
     else:
         roof = ROOF_LINE
     threads, widths = sorted(set(rows["threads"])), sorted(set(rows["d_model"]))
+    length, width = kinds.of_workload(workload).axes
     fig, axes = grid(len(threads), len(widths), f"{workload}: median time vs length, {dtype}",
                      machine, sharex=True)
     for r, t in enumerate(threads):
@@ -62,8 +68,8 @@ def time_vs_length(bench: pd.DataFrame, workload: str, dtype: str, machine: str,
             if not fills.empty:
                 ax.loglog(fills.index, fills.to_numpy(), **roof)
             log_axis(ax.yaxis, TIME_AXIS)
-            ax.set_title(f"d_model = {d}, {fmt.threads(t)}", fontsize=11)
-            ax.set_xlabel("length (positions)")
+            ax.set_title(f"{width} = {d}, {fmt.threads(t)}", fontsize=11)
+            ax.set_xlabel(f"length ({length})")
             ax.set_ylabel("median time")
             ax.grid(True, which="major", alpha=0.3)
     legend(fig, axes)

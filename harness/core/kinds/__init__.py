@@ -79,6 +79,8 @@ class Kind:
     #: bench's default dtypes on the CPU in full and quick sweeps
     bench_dtypes: tuple[str, ...] = ("float32", "float64")
     bench_dtypes_quick: tuple[str, ...] = ("float32",)
+    #: what bench's length and width axes are for this kind, for tables and plots
+    axes: tuple[str, str] = ("positions", "d_model")
     doc: str = ""
 
     @property

@@ -22,6 +22,7 @@ GRID = add(Kind(
     conventions=CONVENTIONS, bench_spec=bench_spec,
     bench_sizes=((256, 4096, 16384), (256, 768, 1152)),
     bench_sizes_quick=((256, 4096), (256, 768)),
+    axes=("grid cells", "d_model"),
     doc="2-D/3-D sincos grids of ViT/MAE/DiT/DETR and video models",
 ))
 

@@ -22,5 +22,6 @@ TIMESTEP = add(Kind(
     conventions=CONVENTIONS, bench_spec=bench_spec,
     bench_sizes=((256, 4096, 65536), (256, 1024, 4096)),
     bench_sizes_quick=((256, 4096), (256, 1024)),
+    axes=("timesteps", "dim"),
     doc="diffusion timestep embeddings (DDPM, guided-diffusion, diffusers' Timesteps)",
 ))
