@@ -31,9 +31,8 @@ def build_whisper_sinusoids(spec: Spec):
 def build_marian_sinusoidal(spec: Spec):
     """MarianSinusoidalPositionalEmbedding(offset + length, d).create_weight()[offset:]: XLM's
     float64 angles in a Python loop, sin block then cos block, odd 'extend', base 10000."""
-    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
-
     import torch
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 
     # create_weight reads only the weight's shape and dtype: built on the meta device, the module
     # keeps no table around (bench would call a kept one a lookup)
