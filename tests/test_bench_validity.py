@@ -232,6 +232,14 @@ def test_reachable_arrays_count_shared_memory_once():
     assert validity.retained_bytes(fn) == base.nbytes
 
 
+def test_a_module_built_on_the_meta_device_keeps_no_bytes():
+    """transformers builds some modules on torch's meta device: a shape without memory."""
+    torch = pytest.importorskip("torch")
+    weight = torch.empty((4096, 1024), device="meta")
+    real = torch.ones(16)
+    assert validity.retained_bytes(lambda: (weight, real)) == real.nbytes
+
+
 def test_invalid_is_a_status_and_not_ok_in_the_table_and_the_recommendation():
     assert "invalid" in STATUSES
     good = Cell("good", "numpy", "cpu", "table", "paper", 64, 64, "float32", 1)

@@ -237,6 +237,8 @@ def _nbytes(obj: Any) -> Optional[int]:
     if not hasattr(kind, "shape"):
         return None
     try:
+        if getattr(obj, "is_meta", False) is True:    # a torch meta tensor: a shape, no memory
+            return 0
         nbytes = getattr(obj, "nbytes", None) if hasattr(kind, "nbytes") else None
         if isinstance(nbytes, (int, np.integer)):
             return int(nbytes)
