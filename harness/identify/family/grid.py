@@ -24,6 +24,9 @@ MAX_GRIDS = 6
 AUTO_ELEMENTS = 1 << 20
 #: 3-D splits tried besides the named conventions' (equal; diffusers' t: d/4).
 SPLITS_3D = ((1, 1, 1), (2, 3, 3))
+#: diffusers' get_2d_sincos_pos_embed base_size default and PixArt's (positions are rescaled
+#: when the grid is not that size).
+DIFFUSERS_BASE_SIZES = (16.0, 32.0, 64.0)
 
 
 def search(stored: Sequence[Stored], forced: bool) -> Optional[list[tuple[str, Answer]]]:
@@ -135,6 +138,11 @@ def _specs(grid: tuple[int, ...], width: int, extra: int,
         spec = _make(spec_type, grid, width, extra, dtype, fields)
         if spec is not None:
             yield spec, ""
+    for base_size, scale in itertools.product(DIFFUSERS_BASE_SIZES, (1.0, 2.0)):
+        fields = dict(axis_order=(1, 0), base_size=base_size, interpolation_scale=scale)
+        spec = _make(spec_type, grid, width, extra, dtype, fields)
+        if spec is not None:
+            yield spec, "diffusers' positions i / (grid / base_size) / interpolation_scale"
 
 
 def _make(spec_type: type, grid: tuple[int, ...], width: int, extra: int, dtype: str,
