@@ -1,10 +1,14 @@
-"""`python -m harness identify FILE`: the Spec (convention) that reproduces a saved table.
+"""`python -m harness identify FILE`: the spec (convention) that reproduces a saved table.
 
-Reads .npy, .npz (every array, or --key), .pt (torch.load, weights only: every tensor of a
-state dict, or --key) and .csv; prints for each table the Spec, its amplitude when it is not
-1, other readings of the same table, the libraries that use that convention and the max
-error, or - exit code 1 - says that nothing matches and lists the nearest candidates.
---json prints one object keyed by the Spec's field names.
+Reads .npy, .npz (every array, or --key), .pt/.pth/.bin (torch.load, weights only: every
+tensor of a state dict, or --key), .safetensors, Keras .weights.h5 and .csv; prints for each
+table the spec, its amplitude when it is not 1, other readings of the same table, the
+libraries that use that convention and the max error, or - exit code 1 - says that nothing
+matches and lists the nearest candidates. Besides 1-D tables it recognises the rest of the
+family (harness/identify/family): a rotary cos/sin pair or an inv_freq vector, a ViT-style
+grid `pos_embed` with its extra rows, a timestep embedding given its timesteps (--timesteps);
+--kind forces one. --json prints one object: `kind` and the spec's field names, which
+`harness.spec_from_dict` reads back.
 """
 
 from harness.identify.check import Candidate
