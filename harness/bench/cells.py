@@ -12,12 +12,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Optional
 
 from harness.core import kinds
+from harness.core.record import ITEMSIZE
 from harness.core.registry import Implementation
 
 #: ok: timed; invalid: ran, but its result is not a valid table or its callable is a lookup
 #: (harness.bench.validity), so it was not timed; error, timeout: it failed or hung; skip: not run.
 STATUSES = ("ok", "invalid", "error", "timeout", "skip")
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
+from harness.core.record import SpecRecord
 from harness.util import memory
 
 LAYOUTS = ("interleaved", "concat")
@@ -44,7 +45,7 @@ def _is_real(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class Spec:
+class Spec(SpecRecord):
     """A positional-encoding table: shape, convention and output dtype."""
 
     length: int
@@ -152,22 +153,8 @@ class Spec:
         return self.scale * self.max_position * fastest if self.max_position else 0.0
 
     @property
-    def itemsize(self) -> int:
-        return {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}[self.dtype]
-
-    @property
-    def nbytes(self) -> int:
-        return self.length * self.d_model * self.itemsize
-
-    @property
-    def nbytes_reference(self) -> int:
-        return self.length * self.d_model * 8
-
-    def replace(self, **changes: Any) -> "Spec":
-        return replace(self, **changes)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def elements(self) -> int:
+        return self.length * self.d_model
 
     def short(self) -> str:
         """Compact label for tables: only fields that differ from the defaults."""

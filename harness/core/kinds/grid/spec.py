@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, fields, replace
-from typing import Any, Mapping, Optional
+from dataclasses import dataclass, fields
+from typing import Any, Optional
 
+from harness.core.record import SpecRecord
 from harness.core.spec import DTYPES, MAX_ANGLE
 from harness.util import memory
 
@@ -29,7 +30,6 @@ LAYOUTS = ("concat", "interleaved", "function_major")
 #: Coordinates: the index (plus start, rescaled) or DETR's (i + start) / (n + norm_eps) * norm_scale.
 COORDS = ("index", "normalized")
 NDIMS = (2, 3)
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 TWO_PI = 2.0 * math.pi
 #: The fields only normalized coordinates read, and their defaults.
 NORMALIZED_ONLY = {"norm_eps": 0.0, "norm_scale": TWO_PI}
@@ -59,7 +59,7 @@ def split_unit(shares: tuple[int, ...]) -> int:
 
 
 @dataclass(frozen=True)
-class GridSpec:
+class GridSpec(SpecRecord):
     """A sincos grid table `[extra + prod(grid), d_model]`: shape, convention and output dtype.
 
     grid                sizes of the axes, slowest first: (H, W) or (T, H, W); rows are row-major
@@ -226,27 +226,8 @@ class GridSpec:
             return math.inf
 
     @property
-    def itemsize(self) -> int:
-        return ITEMSIZE[self.dtype]
-
-    @property
-    def nbytes(self) -> int:
-        return self.rows * self.d_model * self.itemsize
-
-    @property
-    def nbytes_reference(self) -> int:
-        return self.rows * self.d_model * 8
-
-    def replace(self, **changes: Any) -> "GridSpec":
-        return replace(self, **changes)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "GridSpec":
-        """The inverse of `as_dict`, also after JSON (lists back to tuples)."""
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    def elements(self) -> int:
+        return self.rows * self.d_model
 
     def short(self) -> str:
         """Compact label: shape, dtype and only the fields that differ from the defaults."""

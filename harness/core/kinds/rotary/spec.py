@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, fields, replace
-from typing import Any, Mapping, Optional
+from dataclasses import dataclass, fields
+from typing import Any, Optional
 
 import numpy as np
 
 from harness.core.kinds.rotary import scaling
+from harness.core.record import SpecRecord
 from harness.core.spec import DTYPES, MAX_ANGLE, MAX_POSITION
 from harness.util import memory
 
@@ -43,7 +44,6 @@ REQUIRES: dict[str, tuple[str, ...]] = {
 SCALING_FIELDS = ("factor", "original_max_position_embeddings", "max_position_embeddings",
                   "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor", "short_factor",
                   "long_factor", "attention_factor", "mscale", "mscale_all_dim", "truncate")
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 
 def _is_int(value: Any) -> bool:
@@ -55,7 +55,7 @@ def _is_finite(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class RotarySpec:
+class RotarySpec(SpecRecord):
     """A rotary cache: positions offset .. offset+length-1, the first `rot` dims of a head."""
 
     length: int
@@ -222,33 +222,9 @@ class RotarySpec:
         return scaling.attention_scaling(self)
 
     @property
-    def itemsize(self) -> int:
-        return ITEMSIZE[self.dtype]
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the cache (cos and sin, each [length, rot]) in the spec's dtype."""
-        return 2 * self.length * self.rot * self.itemsize
-
-    @property
-    def nbytes_reference(self) -> int:
-        return 2 * self.length * self.rot * 8
-
-    def replace(self, **changes: Any) -> "RotarySpec":
-        return replace(self, **changes)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields, JSON-friendly (factor tuples as lists)."""
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RotarySpec":
-        """The inverse of `as_dict` (lists back to tuples); unknown fields are a ValueError."""
-        names = {f.name for f in fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise ValueError(f"RotarySpec has no field(s) {sorted(unknown)}; its fields are {sorted(names)}")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    def elements(self) -> int:
+        """Elements of the cache: cos and sin, each [length, rot]."""
+        return 2 * self.length * self.rot
 
     @classmethod
     def from_hf_config(cls, config: Any, length: Optional[int] = None,
@@ -263,10 +239,6 @@ class RotarySpec:
         extra = [f"{name}={_short_value(getattr(self, name))}" for name, value in _DEFAULTS.items()
                  if name not in ("length", "head_dim", "dtype") and getattr(self, name) != value]
         return " ".join([f"{self.length}x{self.head_dim}", self.dtype, *extra])
-
-
-def _jsonable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 def _short_value(value: Any) -> str:

@@ -19,13 +19,12 @@ from __future__ import annotations
 import math
 import numbers
 import random
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, Iterable, Mapping
 
+from harness.core.record import SpecRecord
 from harness.core.spec import DTYPES, MAX_ANGLE
 from harness.util import memory
-
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 
 def _is_int(value: Any) -> bool:
@@ -57,7 +56,7 @@ def _timesteps(values: Any) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True)
-class TimestepSpec:
+class TimestepSpec(SpecRecord):
     """Sinusoidal embeddings of `timesteps`: width, schedule, column order and output dtype."""
 
     timesteps: tuple[float, ...]
@@ -118,19 +117,6 @@ class TimestepSpec:
         rng = random.Random(seed)
         return cls(tuple(rng.uniform(0.0, t_max) for _ in range(count)), dim, **fields)
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TimestepSpec":
-        """Rebuild from `as_dict()` (or its JSON): unknown or missing fields are a ValueError."""
-        names = set(TIMESTEP_FIELDS)
-        unknown = set(data) - names
-        if unknown:
-            raise ValueError(f"TimestepSpec has no field(s) {sorted(unknown)}; "
-                             f"its fields are {sorted(names)}")
-        missing = {"timesteps", "dim"} - set(data)
-        if missing:
-            raise ValueError(f"TimestepSpec needs the field(s) {sorted(missing)}")
-        return cls(**data)
-
     # -- derived quantities ------------------------------------------------------------------
     @property
     def count(self) -> int:
@@ -155,25 +141,8 @@ class TimestepSpec:
         return self.scale * self.max_timestep
 
     @property
-    def itemsize(self) -> int:
-        return ITEMSIZE[self.dtype]
-
-    @property
-    def nbytes(self) -> int:
-        return self.count * self.dim * self.itemsize
-
-    @property
-    def nbytes_reference(self) -> int:
-        return self.count * self.dim * 8
-
-    def replace(self, **changes: Any) -> "TimestepSpec":
-        return replace(self, **changes)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Every field, JSON-ready (timesteps as a list): `from_dict` reads it back exactly."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["timesteps"] = list(self.timesteps)
-        return out
+    def elements(self) -> int:
+        return self.count * self.dim
 
     def short(self) -> str:
         """Compact label: count x dim, the timesteps' range, dtype, fields off the defaults."""
