@@ -43,8 +43,8 @@ ROTARY = add(Kind(
     bench_sizes=((512, 4096, 32768), (64, 128)),
     bench_sizes_quick=((512, 8192), (64, 128)),
     axes=("positions", "head_dim"),
-    # what models run RoPE in: float32 caches, bf16 caches and activations (float16 on request)
-    bench_dtypes=("float32", "bfloat16"),
+    # what models run RoPE in: float32 caches, bf16/fp16 caches and activations
+    bench_dtypes=("float32", "bfloat16", "float16"),
     doc="rotary position embeddings (RoPE): the cos/sin cache and its apply to q and k",
 ))
 
