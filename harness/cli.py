@@ -33,6 +33,7 @@ VERBS = {
     "bench": ("harness.bench.cli", "time implementations over a sweep (pytest-benchmark)"),
     "report": ("harness.report.cli", "rebuild report.md and plots from run directories"),
     "identify": ("harness.identify", "find the convention (Spec) that reproduces a saved table"),
+    "check-model": ("harness.identify.model", "check a model folder's positional tensors against its config"),
     "precision": ("harness.verbs.precision", "error vs position for each dtype and approach"),
     "conventions": ("harness.verbs.convention_matrix", "which implementations produce the same table"),
 }
