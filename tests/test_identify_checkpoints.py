@@ -43,6 +43,9 @@ def test_safetensors_tensors_are_each_named_and_bf16_is_widened(tmp_path):
     np.testing.assert_array_equal(stored["embed_positions.weight"], table)
     assert np.abs(stored["pe_bf16"] - table).max() < 2 ** -7     # bfloat16 keeps 8 bits
     assert [s.name for s in open_file(path, key="pe_bf16")] == ["pe_bf16"]
+    # widened to be read, judged at the precision it was stored in
+    assert {s.name: s.dtype for s in open_file(path)} == {
+        "inv_freq": None, "embed_positions.weight": None, "pe_bf16": "bfloat16"}
 
 
 def test_a_truncated_safetensors_file_is_one_line_naming_it(tmp_path):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -28,7 +28,7 @@ REFUSED_PICKLE = ("refused: unpickling it would run code (it holds objects other
                   "so torch.load(weights_only=True) will not load it; nothing was executed)")
 
 
-def safetensors_arrays(path: Path) -> dict[str, np.ndarray]:
+def safetensors_arrays(path: Path) -> dict[str, tuple[np.ndarray, Optional[str]]]:
     """name -> array (memory-mapped, read lazily), in the header's order; metadata skipped."""
     size = path.stat().st_size
     with open(path, "rb") as f:
@@ -50,7 +50,8 @@ def safetensors_arrays(path: Path) -> dict[str, np.ndarray]:
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        arrays[name] = _tensor(name, entry, data)
+        widened = isinstance(entry, dict) and entry.get("dtype") == "BF16"
+        arrays[name] = (_tensor(name, entry, data), "bfloat16" if widened else None)
     return arrays
 
 

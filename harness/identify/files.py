@@ -143,7 +143,8 @@ def _safetensors(path: Path) -> tuple[Stored, ...]:
     arrays = reading(path, lambda: checkpoints.safetensors_arrays(path))
     if not arrays:
         raise ValueError(f"{path.name} holds no tensors")
-    return tuple(Stored(n, f"{path}[{n}]", lambda a=a: a) for n, a in arrays.items())
+    # BF16 is widened to float32 to be read; its precision is the stored dtype's
+    return tuple(Stored(n, f"{path}[{n}]", lambda a=a: a, dtype=d) for n, (a, d) in arrays.items())
 
 
 def _hdf5(path: Path) -> tuple[Stored, ...]:

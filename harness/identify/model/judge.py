@@ -51,17 +51,6 @@ class Row:
     count: int = 1                  # identical tensors of several layers in one row
 
 
-def precision(values: np.ndarray, dtype: str) -> str:
-    """The stored dtype, or bfloat16 for float32 values that are all bfloat16 numbers: the
-    safetensors reader widens BF16 to float32, and values rounded to bfloat16 carry its
-    precision whatever holds them."""
-    if dtype == "float32":
-        bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-        if bits.size and not np.any(bits & 0xFFFF):
-            return "bfloat16"
-    return dtype
-
-
 def judge(entry: Stored, expect: Expected) -> Row:
     """The row of one stored positional tensor."""
     raw = entry.read()
@@ -80,7 +69,6 @@ def judge(entry: Stored, expect: Expected) -> Row:
 def _rotary(entry: Stored, raw: Any, shape: tuple[int, ...], expect: Expected) -> Row:
     values, dtype = read(entry, raw)
     omega = values.reshape(-1)
-    dtype = precision(omega, dtype)
     found = rotary_search.from_inv_freq(omega, entry.source, dtype)
     identified = describe(found.best.spec) if found.best else "no rotary convention"
     results = []
@@ -106,7 +94,6 @@ def _rotary(entry: Stored, raw: Any, shape: tuple[int, ...], expect: Expected) -
 def _grid(entry: Stored, raw: Any, shape: tuple[int, ...], expect: Expected) -> Row:
     values, dtype = read(entry, raw)
     table = matrix(values, entry.source, "a grid table")
-    dtype = precision(table, dtype)
     spec = dataclasses.replace(expect.spec, dtype=dtype)
     try:
         found = grid_search.from_table(table, entry.source, dtype)
@@ -123,7 +110,7 @@ def _grid(entry: Stored, raw: Any, shape: tuple[int, ...], expect: Expected) -> 
 def _table(entry: Stored, raw: Any, shape: tuple[int, ...], expect: Expected) -> Row:
     table = from_array(raw, source=entry.source, dtype=entry.dtype)
     values = np.asarray(table.values, dtype=np.float64)
-    dtype = precision(np.asarray(table.values), table.dtype or "float64")
+    dtype = table.dtype or "float64"
     try:
         found = identify(table, nearest=False)
         identified = (describe(found.best.spec) if found.matched else
