@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from impls._rotary_tables import SplitTables, split_tables, work_dtype
+from ._rotary_tables import SplitTables, split_tables, work_dtype
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ import functools
 from dataclasses import replace
 
 from harness import Spec, register
-from impls._assemble import EVERY_CONVENTION
-from impls._device_columns import frequencies_and_phases
+
+from ._assemble import EVERY_CONVENTION
+from ._device_columns import frequencies_and_phases
 
 CUPY_DTYPES = replace(EVERY_CONVENTION, dtypes=("float16", "float32", "float64"))
 

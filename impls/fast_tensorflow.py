@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 
 from harness import Spec, register
-from impls._assemble import EVERY_CONVENTION
-from impls.fast_tables import column_steps, sincos_rows, to_columns
+
+from ._assemble import EVERY_CONVENTION
+from .fast_tables import column_steps, sincos_rows, to_columns
 
 BLOCK = 64
 

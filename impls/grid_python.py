@@ -6,8 +6,9 @@ import math
 
 from harness import register
 from harness.core.kinds.grid import GridSpec
-from impls._grid_axes import frequencies, functions, positions, segments
-from impls._grid_support import GridSupports
+
+from ._grid_axes import frequencies, functions, positions, segments
+from ._grid_support import GridSupports
 
 
 def _column_sources(spec: GridSpec) -> list[tuple[int, str, int]]:

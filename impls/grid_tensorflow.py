@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from harness import register
 from harness.core.kinds.grid import GridSpec
-from impls._grid_assemble import GridOps, meshgrid_table, prepare
-from impls._grid_support import GridSupports
+
+from ._grid_assemble import GridOps, meshgrid_table, prepare
+from ._grid_support import GridSupports
 
 
 def _ops(spec: GridSpec) -> GridOps:

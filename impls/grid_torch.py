@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from harness import register
 from harness.core.kinds.grid import GridSpec
-from impls._grid_assemble import GridOps, broadcast_table, meshgrid_table, prepare
-from impls._grid_support import GridSupports
+
+from ._grid_assemble import GridOps, broadcast_table, meshgrid_table, prepare
+from ._grid_support import GridSupports
 
 EVERY_DTYPE = GridSupports()
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness import Spec, register
-from impls._assemble import EVERY_CONVENTION, assemble
+
+from ._assemble import EVERY_CONVENTION, assemble
 
 JAX_DTYPES = replace(EVERY_CONVENTION, dtypes=("float16", "bfloat16", "float32"))
 

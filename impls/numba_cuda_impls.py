@@ -14,8 +14,9 @@ import math
 import numpy as np
 
 from harness import Spec, register
-from impls._assemble import EVERY_CONVENTION
-from impls._device_columns import frequencies_and_phases
+
+from ._assemble import EVERY_CONVENTION
+from ._device_columns import frequencies_and_phases
 
 THREADS = (128, 4)   # (columns, rows) per block: x is the fastest axis
 TWO_PI, INV_TWO_PI = 2 * math.pi, 0.5 / math.pi

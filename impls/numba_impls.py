@@ -7,7 +7,8 @@ import functools
 import numpy as np
 
 from harness import Spec, register
-from impls._assemble import EVERY_CONVENTION
+
+from ._assemble import EVERY_CONVENTION
 
 
 @functools.cache

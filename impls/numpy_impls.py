@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness import Spec, Supports, register
-from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
+from ._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
 
 
 @register(name="seed-numpy-stack", backend="numpy",

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
-from impls._rotary_model import build_fast_cache, build_model_apply, build_model_cache, tf_ops
-from impls._rotary_support import EVERY_SPEC
+
+from ._rotary_model import build_fast_cache, build_model_apply, build_model_cache, tf_ops
+from ._rotary_support import EVERY_SPEC
 
 
 @register(name="rotary-tf-cache", backend="tensorflow", workload="cache", supports=EVERY_SPEC)

@@ -16,9 +16,10 @@ import numpy as np
 
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
-from impls._rotary_model import build_fast_cache, build_model_apply, build_model_cache, torch_ops
-from impls._rotary_support import EVERY_SPEC
-from impls._rotary_tables import pair_slices
+
+from ._rotary_model import build_fast_cache, build_model_apply, build_model_cache, torch_ops
+from ._rotary_support import EVERY_SPEC
+from ._rotary_tables import pair_slices
 
 
 class Rotation:

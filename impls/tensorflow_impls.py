@@ -8,7 +8,7 @@ dtype and differ in how they lay them out.
 from __future__ import annotations
 
 from harness import Spec, Supports, register
-from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
+from ._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
 
 
 def _dtype(spec: Spec):

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from harness import Spec, Supports, register
 from harness.core.spec import DTYPES
-from impls._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
+from ._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
 
 
 def _dtype(spec: Spec):

@@ -22,8 +22,8 @@ import math
 from dataclasses import replace
 
 from harness import Spec, register
-from impls._assemble import EVERY_CONVENTION
-from impls._device_columns import frequencies_and_phases
+from ._assemble import EVERY_CONVENTION
+from ._device_columns import frequencies_and_phases
 
 HALF_AND_FULL = replace(EVERY_CONVENTION, dtypes=("float16", "bfloat16", "float32", "float64"))
 #: (rows, columns, warps) per program: wide tiles for wide tables, tall ones for narrow tables

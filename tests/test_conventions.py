@@ -13,7 +13,7 @@ from typing import Iterable
 import numpy as np
 import pytest
 
-import impls.library_conventions as lib
+import harness.impls.library_conventions as lib
 from harness.core.checks import check
 from harness.core.reference import reference
 from harness.core.registry import REGISTRY

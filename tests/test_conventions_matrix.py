@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-import impls.library_conventions  # noqa: F401  (registers the lib-* conventions)
+import harness.impls.library_conventions  # noqa: F401  (registers the lib-* conventions)
 from harness.core.reference import reference
 from harness.core.registry import REGISTRY, Implementation
 from harness.core.supports import Supports

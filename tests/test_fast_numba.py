@@ -9,8 +9,8 @@ from harness import Spec, reference
 from harness.core.checks import check
 from harness.core.kinds.table import forward_input
 from harness.core.registry import REGISTRY
-from impls import fast_numba  # noqa: F401  (registers)
-from impls.fast_numba import BLOCK, BLOCK_EXACT
+from harness.impls import fast_numba  # noqa: F401  (registers)
+from harness.impls.fast_numba import BLOCK, BLOCK_EXACT
 
 numba = pytest.importorskip("numba")
 

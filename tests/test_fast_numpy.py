@@ -8,8 +8,8 @@ import pytest
 from harness import Spec, reference
 from harness.core.checks import check
 from harness.core.registry import REGISTRY
-from impls import fast_numpy  # noqa: F401  (registers)
-from impls.fast_numpy import BLOCK, SLAB_BLOCKS
+from harness.impls import fast_numpy  # noqa: F401  (registers)
+from harness.impls.fast_numpy import BLOCK, SLAB_BLOCKS
 
 LONG = Spec(262_144, 8)
 EDGES = [1, BLOCK - 1, BLOCK + 1, BLOCK * SLAB_BLOCKS + 1, BLOCK * SLAB_BLOCKS * 2 + 7]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from harness import Spec, reference
-from impls.fast_tables import column_steps, sincos_rows, to_columns
+from harness.impls.fast_tables import column_steps, sincos_rows, to_columns
 
 CONVENTIONS = [
     dict(),

@@ -8,8 +8,8 @@ import pytest
 from harness import Spec, reference
 from harness.core.checks import check
 from harness.core.registry import REGISTRY
-from impls import fast_tensorflow  # noqa: F401  (registers)
-from impls.fast_tensorflow import BLOCK
+from harness.impls import fast_tensorflow  # noqa: F401  (registers)
+from harness.impls.fast_tensorflow import BLOCK
 
 pytest.importorskip("tensorflow")
 

@@ -8,8 +8,8 @@ import pytest
 from harness import Spec, reference
 from harness.core.checks import check
 from harness.core.registry import REGISTRY
-from impls import fast_torch  # noqa: F401  (registers)
-from impls.fast_torch import BLOCK, SLAB_BLOCKS
+from harness.impls import fast_torch  # noqa: F401  (registers)
+from harness.impls.fast_torch import BLOCK, SLAB_BLOCKS
 
 torch = pytest.importorskip("torch")
 

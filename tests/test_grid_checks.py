@@ -10,8 +10,8 @@ from harness.core import kinds
 from harness.core.checks import check
 from harness.core.kinds.grid import CONVENTIONS, GRID, GridSpec
 from harness.core.registry import REGISTRY, Implementation
-from impls._grid_support import GridSupports  # importing impls registers every implementation
-from impls.grid_numpy import build_grid_numpy
+from harness.impls._grid_support import GridSupports  # importing impls registers every implementation
+from harness.impls.grid_numpy import build_grid_numpy
 
 MAE = GridSpec((6, 10), 32, **CONVENTIONS["mae"])
 DETR = GridSpec((5, 7), 32, **CONVENTIONS["detr"])

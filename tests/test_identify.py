@@ -51,7 +51,7 @@ def test_library_tables_are_identified(tmp_path, capsys, name, loops, spec):
 
 
 def test_fairseq_weight_dump_with_its_zero_padding_row(tmp_path, capsys):
-    import impls.library_conventions as lib
+    import harness.impls.library_conventions as lib
 
     weights = lib.fairseq_embedding(np.arange(0, 100), 32, padding_idx=1)
     rc, found = run(capsys, save(tmp_path, weights))

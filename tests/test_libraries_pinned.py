@@ -17,7 +17,7 @@ from harness.core.convert import to_numpy
 #: Specs per implementation and the most elements one may have (a few minutes on 2 cores).
 SPECS_PER_IMPL = 3
 MAX_ELEMENTS = 1 << 18
-LIBRARY_IMPLS = [i for i in implementations() if i.origin.startswith("impls.libraries.")]
+LIBRARY_IMPLS = [i for i in implementations() if i.origin.startswith("harness.impls.libraries.")]
 
 
 def small_specs(impl) -> list:

@@ -20,10 +20,10 @@ from harness import Spec, reference
 from harness.core.reference import column_plan, inv_freq
 from harness.core.spec import LAYOUTS
 from harness.core.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps, tolerance
-from impls import numba_impls
-from impls._assemble import assemble
-from impls._device_columns import frequencies_and_phases
-from impls.fast_tables import column_steps
+from harness.impls import numba_impls
+from harness.impls._assemble import assemble
+from harness.impls._device_columns import frequencies_and_phases
+from harness.impls.fast_tables import column_steps
 from tests import oracle
 
 reference_module = importlib.import_module("harness.core.reference")   # harness.core.reference is the function

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-import impls.library_conventions  # noqa: F401  (registers lib-xlm)
+import harness.impls.library_conventions  # noqa: F401  (registers lib-xlm)
 from harness.core.registry import REGISTRY
 from harness.verbs import precision
 

@@ -19,7 +19,7 @@ from harness.core.kinds.rotary.spec import ROPE_TYPES
 from harness.core.tolerance import eps
 
 #: This suite's own implementations (impls/rotary_*.py); library conventions are tested with theirs.
-OURS = [i for i in implementations() if i.origin.startswith("impls.rotary_")]
+OURS = [i for i in implementations() if i.origin.startswith("harness.impls.rotary_")]
 ROTARY = {i.name: i for i in OURS if i.available}
 CACHES = sorted(name for name, i in ROTARY.items() if i.workload == "cache")
 APPLIES = sorted(name for name, i in ROTARY.items() if i.workload == "apply")

@@ -99,9 +99,34 @@ def load_entry_points() -> list[str]:
     return names
 
 
+#: The built-in implementations' package: impls/ at the repository root, installed under the
+#: project's namespace (pyproject.toml's package-dir), never as a top-level `impls`.
+BUILTINS = "harness.impls"
+
+
+def load_builtins() -> None:
+    """Import harness.impls (registering every built-in); from a source tree that was never
+    installed, load the repository's impls/ folder under that name."""
+    try:
+        importlib.import_module(BUILTINS)
+        return
+    except ModuleNotFoundError as exc:
+        if exc.name != BUILTINS:
+            raise
+    folder = Path(__file__).resolve().parents[2] / "impls"
+    spec = importlib.util.spec_from_file_location(BUILTINS, folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    if spec is None or spec.loader is None:
+        raise PluginError(f"the built-in implementations are missing: no {BUILTINS} installed "
+                          f"and no {folder}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[BUILTINS] = module
+    spec.loader.exec_module(module)
+
+
 def load_all(extra: list[str] | tuple[str, ...] = ()) -> None:
     """Built-ins, then entry points, then $PE_HARNESS_PLUGINS, then `extra` (--plugin)."""
-    importlib.import_module("impls")
+    load_builtins()
     load_entry_points()
     for target in [*env_plugins(), *extra]:
         load_plugin(target)

@@ -13,8 +13,8 @@ from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.kinds.timestep import TimestepSpec
 from harness.core.kinds.timestep.supports import TimestepSupports
-from impls._rotary_support import RotarySupports
-from impls.libraries._common import LibrarySupports, even_width, torch_dtype, torch_positions
+from .._rotary_support import RotarySupports
+from ._common import LibrarySupports, even_width, torch_dtype, torch_positions
 
 
 def _default_or_linear(spec: RotarySpec) -> Optional[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 from harness import Spec, Supports, register
-from impls.library_conventions import LibrarySupports, _positions_fit_dtype
+from ..library_conventions import LibrarySupports, _positions_fit_dtype
 
 
 def _float64_is_float32(spec: Spec) -> Optional[str]:

@@ -11,8 +11,8 @@ from typing import Optional
 
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
-from impls._rotary_support import RotarySupports
-from impls.libraries._common import LibrarySupports, even_width, no_offset, torch_dtype, two_pairs
+from .._rotary_support import RotarySupports
+from ._common import LibrarySupports, even_width, no_offset, torch_dtype, two_pairs
 
 F32_AND_HALVES = ("float16", "bfloat16", "float32")
 INTERLEAVED = RotarySupports(dtypes=F32_AND_HALVES, layouts=("interleaved",),

@@ -13,9 +13,9 @@ from typing import Any, Optional
 
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
-from impls._rotary_support import RotarySupports
-from impls.libraries._common import LibrarySupports, torch_dtype
-from impls.libraries._hf_config import rotary_module
+from .._rotary_support import RotarySupports
+from ._common import LibrarySupports, torch_dtype
+from ._hf_config import rotary_module
 
 HALVES_AND_F32 = ("float16", "bfloat16", "float32")
 WHY = "angles are float32, cast to the activations' dtype"

@@ -8,7 +8,7 @@ would rightly call a lookup, so the build is what is verified and timed.
 from __future__ import annotations
 
 from harness import Spec, Supports, register
-from impls.libraries._common import LibrarySupports, no_offset, small_rows, two_pairs
+from ._common import LibrarySupports, no_offset, small_rows, two_pairs
 
 F32 = ("float32",)
 
