@@ -143,6 +143,8 @@ def _gain_text(speedup: float, same: bool) -> str:
 
 
 def _errors(a: Answer) -> str:
+    if a.case is None and a.pick.accuracy is not None:    # another kind: no shared 1-D case
+        return f"{a.pick.accuracy} (its worst in verify)"
     if a.case is None or not math.isfinite(a.error):
         return "-"
     theirs = f" vs {fmt.err(a.usual_error)}" if math.isfinite(a.usual_error) else ""
