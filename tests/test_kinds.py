@@ -85,3 +85,12 @@ def test_verify_gives_each_kind_its_own_cases(toy, tmp_path, monkeypatch):
     assert [c.spec for c in squares] == [Squares(3), Squares(10)]
     assert all(c.status == "pass" for c in squares)
     assert all(isinstance(c.spec, Spec) for c in checks if c.impl == "table-only")
+
+
+@pytest.mark.parametrize("name", ["table", "rotary", "grid", "timestep"])
+def test_every_kind_draws_valid_random_cases_for_any_seed_verify_may_pass(name):
+    """`verify --random N --seed S` asks each kind for N random specs: none may be invalid."""
+    kind = kinds.named(name)
+    for seed in range(10):
+        specs = kind.cases(quick=False, n_random=16, seed=seed)
+        assert all(isinstance(s, kind.spec_type) for s in specs)
