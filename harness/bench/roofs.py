@@ -237,6 +237,37 @@ def _scale_pass(device: str):
     return build
 
 
+def _scale_recycled(threaded: bool):
+    """The same pass into memory the previous call let go (harness.util.recycle): the limit
+    without page faults, beside which an apply writing into recycled memory is judged."""
+
+    def build(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
+        qn, kn = q.astype(spec.dtype), k.astype(spec.dtype)
+        buffers = RecycledBuffers((2, *q.shape), spec.dtype)
+        if threaded:
+            import torch
+
+            qt, kt = torch.from_numpy(qn), torch.from_numpy(kn)
+
+            def write(out: np.ndarray) -> None:
+                torch.mul(qt, 2, out=torch.from_numpy(out[0]))
+                torch.mul(kt, 2, out=torch.from_numpy(out[1]))
+        else:
+            def write(out: np.ndarray) -> None:
+                np.multiply(qn, 2, out=out[0])
+                np.multiply(kn, 2, out=out[1])
+
+        def call():
+            out = buffers.take()
+            write(out)
+            return out[0], out[1]
+
+        return call
+
+    build.__doc__ = (f"q * 2 and k * 2 into recycled memory ({'torch, threaded' if threaded else 'NumPy'})")
+    return build
+
+
 def _register_apply_roofs() -> None:
     if "apply" not in kinds.all_workloads():
         return
@@ -246,6 +277,10 @@ def _register_apply_roofs() -> None:
             ("roof-torch-cuda-scale-apply", "torch", "cuda", "cuda", TORCH_DTYPES)):
         ROOF_REGISTRY.register(name=name, backend=backend, device=device, workload="apply",
                                supports=supports)(_scale_pass(where))
+    for name, backend, threaded in (("roof-recycled-scale-apply", "numpy", False),
+                                    ("roof-recycled-torch-scale-apply", "torch", True)):
+        ROOF_REGISTRY.register(name=name, backend=backend, workload="apply",
+                               supports=NUMPY_DTYPES)(_scale_recycled(threaded))
 
 
 _register_apply_roofs()

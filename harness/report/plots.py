@@ -32,7 +32,7 @@ DEVICE_ROOF = "bare device fill (or copy) of the same bytes, per synchronised ca
 ROOFS = {"table": "fastest bare fill of the same bytes (fresh or recycled memory)",
          "forward": "fastest bare x + y of the same shape (fresh or recycled memory)",
          "cache": "fastest bare fill of the same bytes (cos and sin)",
-         "apply": "fastest bare q * 2, k * 2 pass (read and write every element once)",
+         "apply": "fastest bare q * 2, k * 2 pass (fresh or recycled memory)",
          "grid": "fastest bare fill of the same bytes (fresh or recycled memory)",
          "timestep": "fastest bare fill of the same bytes (fresh or recycled memory)"}
 #: A float32 angle p * inv_freq is rounded to ~2^-24 relative, so sin is off by up to ~p * 2^-24.
