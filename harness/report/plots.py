@@ -68,12 +68,20 @@ def time_vs_length(bench: pd.DataFrame, workload: str, dtype: str, machine: str,
             if not fills.empty:
                 ax.loglog(fills.index, fills.to_numpy(), **roof)
             log_axis(ax.yaxis, TIME_AXIS)
-            ax.set_title(f"{width} = {d}, {fmt.threads(t)}", fontsize=11)
+            ax.set_title(f"{width} = {d}, {_where(panel, t)}", fontsize=11)
             ax.set_xlabel(f"length ({length})")
             ax.set_ylabel("median time")
             ax.grid(True, which="major", alpha=0.3)
     legend(fig, axes)
     return save(fig, path)
+
+
+def _where(rows: pd.DataFrame, threads: int) -> str:
+    """A panel's thread count, or "GPU" when it holds only device cells (a GPU's time is not
+    the host's threads')."""
+    if len(rows) and (rows["device"] != "cpu").all():
+        return "GPU"
+    return fmt.threads(threads)
 
 
 def speedup_heatmap(bench: pd.DataFrame, workload: str, baseline: str, machine: str,
