@@ -10,13 +10,17 @@ error is one line on stderr (a harness bug adds its traceback above it).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Sequence
 
+from harness.runs import journal
 from harness.util import arguments, exitcodes, lifeline
+from harness.util.runlock import RunLock
 
 #: Where bench writes its runs, and `report` looks for them, unless --out says otherwise.
 DEFAULT_OUT = "results"
@@ -78,8 +82,18 @@ def check_out(args: argparse.Namespace) -> None:
         arguments.writable_dir(args.out)
 
 
+def run_lock(args: argparse.Namespace, post_step: bool) -> contextlib.AbstractContextManager:
+    """A verb writing into a bench run directory on its own holds the run's lock while it
+    writes (a live bench, or another verb there, is refused with who holds it); a bench
+    post-step runs under its bench's lock already."""
+    writes = args.verb in STANDALONE_VERBS or (args.verb == "report" and args.out_given)
+    if post_step or not writes or not (Path(args.out) / journal.FILENAME).exists():
+        return contextlib.nullcontext()
+    return RunLock(Path(args.out), [f"python -m harness {args.verb}"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    lifeline.watch()          # started by bench (a post-step): die with it
+    post_step = lifeline.watch()      # started by bench (a post-step): die with it
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from harness import PluginError, implementations
     from harness.core.isolate import HarnessFailure
@@ -89,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_out(args)
         impls = implementations(args.plugin)
-        return modules[args.verb].main(args, impls)
+        with run_lock(args, post_step):
+            return modules[args.verb].main(args, impls)
     except (ValueError, PluginError) as exc:  # bad input: one clear line, no traceback
         return _error(str(exc), exitcodes.USAGE)
     except KeyboardInterrupt:

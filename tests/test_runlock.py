@@ -183,3 +183,21 @@ def test_a_lifeline_is_only_watched_by_the_child_it_was_made_for():
     import harness.util.lifeline as lifeline
 
     assert lifeline.watch() is False      # not started with one: nothing to watch
+
+
+def test_a_standalone_verb_writing_into_a_live_run_is_refused_and_takes_the_lock_otherwise(
+        tmp_path, capsys):
+    import harness.cli
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / journal.FILENAME).write_text("")
+    argv = ["verify", "--only", "lib-xlm", "--quick", "--in-process", "--out", str(run)]
+    with runlock.RunLock(run, ["bench (a live run)"]):
+        assert harness.cli.main(argv) == 2
+        assert "in use by another run (pid" in capsys.readouterr().err
+        assert not (run / "verify.csv").exists()
+    assert harness.cli.main(argv) == 0           # released: it runs, holding the lock itself
+    assert (run / "verify.csv").exists()
+    with runlock.RunLock(run):                    # and let go of it when done
+        pass
