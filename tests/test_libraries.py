@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from harness import Spec, register
+from harness.core.checks import check
+from harness.core.kinds.grid import CONVENTIONS, GridSpec
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import REGISTRY
 from tests.test_libraries_pinned import LIBRARY_IMPLS, first_difference
@@ -87,3 +89,54 @@ def test_gpt_neox_partial_rotary_factor_truncates():
     assert np.isclose(inv_freq[1], 1e4 ** (-2 / 25), rtol=1e-6)
     assert REGISTRY.get("transformers-gpt-neox-rope-cache").supports(
         RotarySpec(8, 92, rotary_dim=26)) is not None
+
+
+@pytest.mark.parametrize("name, spec", [
+    ("diffusers-2d-sincos", GridSpec((8, 8), 32, axis_order=(1, 0), dtype="float64")),
+    ("diffusers-2d-sincos", GridSpec((8, 8), 32, axis_order=(1, 0), base_size=16, dtype="float64")),
+    ("diffusers-2d-sincos", GridSpec((6, 10), 48, axis_order=(1, 0), base_size=6)),
+    ("diffusers-2d-sincos", GridSpec((12, 20), 32, axis_order=(1, 0), extra=3, base_size=8,
+                                     interpolation_scale=2.0, dtype="float16")),
+    ("diffusers-3d-sincos", GridSpec((4, 6, 6), 48, split=(2, 3, 3), axis_order=(0, 2, 1),
+                                     interpolation_scale=(2.0, 0.5, 0.5))),
+    ("diffusers-3d-sincos", GridSpec((2, 3, 5), 32, **CONVENTIONS["diffusers-3d"], dtype="float64")),
+    ("keras-hub-rope-apply", RotarySpec(40, 32, rope_type="yarn", factor=8.0, beta_fast=16.0, beta_slow=2.0,
+                                        original_max_position_embeddings=16, truncate=False)),
+    ("x-transformers-rope-apply", RotarySpec(50, 24, rotary_dim=12, layout="interleaved", offset=9,
+                                             rope_type="linear", factor=2.0, dtype="bfloat16")),
+    ("x-transformers-scaled-sinusoidal", Spec(40, 16, layout="concat", base=500.0, offset=3)),
+])
+def test_library_field_mappings(name, spec):
+    """The fields the quick cases leave at their defaults: base_size, scales, cls rows, yarn's betas."""
+    impl = _available(name)
+    assert impl.supports(spec) is None, impl.supports(spec)
+    result = check(impl, spec)
+    assert result.status == "pass", result
+
+
+@pytest.mark.parametrize("name, spec, why", [
+    ("diffusers-2d-sincos", GridSpec((6, 10), 32, **CONVENTIONS["dit"]), "square grid"),
+    ("diffusers-2d-sincos", GridSpec((6, 10), 32, axis_order=(1, 0), base_size=6,
+                                     interpolation_scale=(1.0, 2.0)), "one interpolation_scale"),
+    ("diffusers-2d-sincos", GridSpec((12, 12), 32, **CONVENTIONS["pixart-1024"], dtype="float64"),
+     "float32"),
+    ("diffusers-3d-sincos", GridSpec((2, 4, 4), 32, split=(2, 3, 3), axis_order=(0, 1, 2)), "t, x, y"),
+    ("keras-hub-rope-apply", RotarySpec(8, 16, rope_type="yarn", factor=0.5,
+                                        original_max_position_embeddings=16), "factor >= 1"),
+    ("x-transformers-rope-apply", RotarySpec(8, 16, layout="interleaved", rope_type="linear", factor=0.5),
+     "interpolation_factor >= 1"),
+])
+def test_library_refusals_name_why(name, spec, why):
+    assert why in (REGISTRY.get(name).supports(spec) or "")
+
+
+def test_keras_hub_yarn_scales_cos_below_factor_one():
+    """Not mapped: keras-hub's yarn multiplies cos by 0.1 ln(factor) + 1 even for factor < 1,
+    where transformers' (and the spec's) attention scaling is 1."""
+    _available("keras-hub-rope-apply")
+    import keras_hub
+
+    layer = keras_hub.layers.RotaryEmbedding(scaling_factor=0.5, rope_type="yarn",
+                                             original_max_position_embeddings=16)
+    cos, _ = layer._compute_cos_sin_embedding(np.zeros((1, 1, 8), np.float32))
+    assert np.isclose(float(np.asarray(cos)[0, 0, 0]), 0.1 * np.log(0.5) + 1, rtol=1e-5)

@@ -1,0 +1,71 @@
+"""x-transformers' ScaledSinusoidalEmbedding and RotaryEmbedding, called as its Decoder calls them.
+
+ScaledSinusoidalEmbedding multiplies the table by a learned scalar (initialised to d ** -0.5):
+the factory sets it to 1, as a checkpoint may set it to anything, so the call is the table.
+Both keep float32 inv_freq buffers and compute float32 angles.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from harness import Spec, Supports, register
+from harness.core.kinds.rotary import RotarySpec
+from .._rotary_support import RotarySupports
+from ._common import LibrarySupports, even_width, torch_dtype
+from .keras_hub_impls import float32_positions
+
+
+def _interpolation(spec: RotarySpec) -> Optional[str]:
+    """rope_type default/linear factor>=1"""
+    if spec.rope_type not in ("default", "linear"):
+        return f"has interpolation_factor (linear) only, got rope_type={spec.rope_type!r}"
+    if spec.factor < 1:
+        return f"asserts interpolation_factor >= 1, got factor={spec.factor}"
+    return None
+
+
+@register(name="x-transformers-scaled-sinusoidal", backend="torch", library="x-transformers",
+          requires=("x_transformers",), supports=LibrarySupports("x-transformers", Supports(
+              layouts=("concat",), dtypes=("float32",), freq_shifts=(0,)), (even_width,)))
+def build_scaled_sinusoidal(spec: Spec):
+    """ScaledSinusoidalEmbedding(d, theta=base)(x[1, length, d], offset=offset) with scale 1:
+    concat sin | cos, paper schedule; float32 only (its buffer and angles are float32)."""
+    import torch
+    from x_transformers.x_transformers import ScaledSinusoidalEmbedding
+
+    module = ScaledSinusoidalEmbedding(spec.d_model, theta=spec.base)
+    with torch.no_grad():
+        module.scale.fill_(1.0)
+    one = torch.zeros((1, 1, 1))
+    shape, offset = (1, spec.length, spec.d_model), spec.offset
+
+    @torch.no_grad()
+    def table():
+        return module(one.expand(shape), offset=offset)
+
+    return table
+
+
+@register(name="x-transformers-rope-apply", backend="torch", workload="apply", library="x-transformers",
+          requires=("x_transformers",), supports=LibrarySupports("x-transformers", RotarySupports(
+              dtypes=("float16", "bfloat16", "float32"), layouts=("interleaved",),
+              why_dtypes="angles are float32, cast to the input's dtype"),
+              (_interpolation, float32_positions)))
+def build_x_transformers_rope(spec: RotarySpec, q, k, positions):
+    """freqs, scale = RotaryEmbedding(rot, base=base, interpolation_factor=factor)(positions), then
+    apply_rotary_pos_emb(q, freqs, scale) and (k, ...): interleaved (pairs), rotates the first rot."""
+    import torch
+    from x_transformers.x_transformers import RotaryEmbedding, apply_rotary_pos_emb
+
+    module = RotaryEmbedding(spec.rot, base=spec.base, interpolation_factor=spec.factor)
+    dtype = torch_dtype(spec.dtype)
+    qx, kx = torch.from_numpy(q).to(dtype), torch.from_numpy(k).to(dtype)
+    position_ids = torch.from_numpy(positions)
+
+    @torch.no_grad()
+    def apply():
+        freqs, scale = module(position_ids)
+        return apply_rotary_pos_emb(qx, freqs, scale), apply_rotary_pos_emb(kx, freqs, scale)
+
+    return apply
