@@ -80,7 +80,7 @@ def report(session: nox.Session) -> None:
 NO_DEPS = ("openai-whisper", "keras-hub")
 #: The registered library implementations (impls/libraries), by the names of whose code runs.
 LIBRARY_IMPLS = ("transformers-*", "diffusers-*", "positional-encodings-*", "whisper-*",
-                 "rotary-embedding-torch-*", "torchtune-*", "keras-hub-*")
+                 "rotary-embedding-torch-*", "torchtune-*", "keras-hub-*", "x-transformers-*")
 
 
 def libraries_python(session: nox.Session) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 
 from harness import register
 from harness.core.kinds.grid import GridSpec
+
 from .._grid_support import GridSupports
 from ._common import LibrarySupports, torch_dtype
 

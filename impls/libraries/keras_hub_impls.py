@@ -12,6 +12,7 @@ from typing import Optional
 
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
+
 from .._rotary_support import RotarySupports
 from ..library_conventions import LibrarySupports, _positions_fit_dtype
 

@@ -8,6 +8,7 @@ would rightly call a lookup, so the build is what is verified and timed.
 from __future__ import annotations
 
 from harness import Spec, Supports, register
+
 from ._common import LibrarySupports, no_offset, small_rows, two_pairs
 
 F32 = ("float32",)

@@ -11,6 +11,7 @@ from typing import Optional
 
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
+
 from .._rotary_support import RotarySupports
 from ._common import LibrarySupports, even_width, torch_dtype
 from .keras_hub_impls import float32_positions
