@@ -62,3 +62,12 @@ def small_rows(limit: int):
 
     check.__doc__ = f"(offset+length)*d<={limit}"
     return check
+
+
+# the library casts positions to float32, exact only up to 2^24 (keras-hub, x-transformers);
+# the docstring is what `list` shows for this limit
+def float32_positions(spec: Any) -> Optional[str]:
+    """positions<=2^24"""
+    if spec.max_position > 1 << 24:
+        return f"casts positions to float32, inexact past 2^24, got {spec.max_position}"
+    return None

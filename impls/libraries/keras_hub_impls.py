@@ -15,6 +15,7 @@ from harness.core.kinds.rotary import RotarySpec
 
 from .._rotary_support import RotarySupports
 from ..library_conventions import LibrarySupports, _positions_fit_dtype
+from ._common import float32_positions
 
 
 def _float64_is_float32(spec: Spec) -> Optional[str]:
@@ -50,14 +51,6 @@ def _keras_rope_type(spec: RotarySpec) -> Optional[str]:
                                      or spec.mscale_all_dim is not None or spec.factor < 1):
         return ("its yarn always scales cos and sin by 0.1 ln(factor) + 1: no attention_factor, "
                 "mscale or mscale_all_dim, factor >= 1")
-    return None
-
-
-# x_transformers_impls imports this limit too
-def float32_positions(spec: RotarySpec) -> Optional[str]:
-    """positions<=2^24"""
-    if spec.max_position > 1 << 24:
-        return f"casts positions to float32, inexact past 2^24, got {spec.max_position}"
     return None
 
 

@@ -13,8 +13,7 @@ from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
 from .._rotary_support import RotarySupports
-from ._common import LibrarySupports, even_width, torch_dtype
-from .keras_hub_impls import float32_positions
+from ._common import LibrarySupports, even_width, float32_positions, torch_dtype
 
 
 def _interpolation(spec: RotarySpec) -> Optional[str]:
