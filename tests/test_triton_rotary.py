@@ -1,0 +1,142 @@
+"""The Triton rotary kernels (impls/triton_rotary.py) against the kind's float64 references.
+
+Where they run: on the CPU under Triton's interpreter when TRITON_INTERPRET=1 (how a machine
+without a GPU checks the kernels' logic), else on a CUDA device; skipped without triton (the
+project does not install it) or without either. Run here with e.g.
+`PYTHONPATH=/tmp/tritonlib TRITON_INTERPRET=1 python -m pytest tests/test_triton_rotary.py`.
+The interpreter is slow and not the compiler: a GPU run must still verify the registered
+implementations (its float scalars, libm and FMA contraction are the compiler's).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+from harness import implementations
+from harness.core.kinds.rotary import (RotarySpec, apply_reference, apply_tolerance, cache_reference,
+                                       cache_tolerance)
+from harness.core.kinds.rotary.apply import apply_inputs
+
+NAMES = ("triton-rotary-cache", "triton-rotary-apply-fused")
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _device() -> str | None:
+    if importlib.util.find_spec("triton") is None:
+        return None
+    if INTERPRET:
+        return "cpu"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else None
+
+
+DEVICE = _device()
+needs_triton = pytest.mark.skipif(
+    DEVICE is None, reason="needs triton (not a project dependency) and either TRITON_INTERPRET=1 "
+    "(its CPU interpreter) or a CUDA device")
+
+#: Small specs over the edges: both layouts, partial rotary (a tail), offsets, scaled rope_types
+#: (yarn's attention scaling != 1), several frequency blocks in the cache (n_freq 256 > 128).
+SPECS = {
+    "half-f32": RotarySpec(37, 16),
+    "interleaved-bf16": RotarySpec(37, 16, layout="interleaved", dtype="bfloat16"),
+    "half-partial-f16": RotarySpec(21, 24, rotary_dim=12, offset=5, dtype="float16"),
+    "interleaved-partial": RotarySpec(20, 24, rotary_dim=12, layout="interleaved", offset=3),
+    "llama3-bf16": RotarySpec(19, 32, base=500000.0, rope_type="llama3", factor=8.0,
+                              original_max_position_embeddings=8, dtype="bfloat16"),
+    "yarn-interleaved": RotarySpec(19, 16, layout="interleaved", rope_type="yarn", factor=8.0,
+                                   original_max_position_embeddings=8),
+    "half-f64": RotarySpec(17, 8, dtype="float64"),
+    "wide-half": RotarySpec(5, 512, rotary_dim=512),
+    "far-f32": RotarySpec(16, 16, offset=1_000_000),
+    "past-int32-interleaved": RotarySpec(8, 16, layout="interleaved", offset=2**31 - 3),
+}
+
+
+#: Largest |error| of a float32 cache at any position: the angle reduced mod 2 pi in float64
+#: leaves only the float32 cos/sin and the rounding (the tolerance allows |theta| x eps more).
+FLOAT32_ABS = 4 * 2.0 ** -23
+
+
+def _float64(t) -> np.ndarray:
+    import torch
+
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+def _worst(got: np.ndarray, expected: np.ndarray, allowed: np.ndarray) -> float:
+    assert got.shape == expected.shape and np.isfinite(got).all()
+    return float((np.abs(got - expected) / allowed).max())
+
+
+def _constants(spec: RotarySpec):
+    from harness.impls import triton_rotary
+
+    return triton_rotary.constants(spec, DEVICE)
+
+
+@needs_triton
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_cache_within_tolerance(name):
+    import torch
+
+    from harness.impls import triton_rotary
+
+    spec = SPECS[name]
+    dtype = getattr(torch, spec.dtype)
+    cos = torch.full((spec.length, spec.rot), float("nan"), dtype=dtype, device=DEVICE)
+    sin = torch.full_like(cos, float("nan"))   # a column left unwritten stays NaN
+    triton_rotary.cache_launcher(spec, *_constants(spec))(cos, sin)
+    got = np.stack([_float64(cos), _float64(sin)])
+    expected = cache_reference(spec)
+    assert _worst(got, expected, cache_tolerance(spec)) <= 1.0
+    if spec.dtype == "float32":   # the float64 reduction's promise, tighter than the tolerance
+        assert np.abs(got - expected).max() <= FLOAT32_ABS * spec.attention_scaling
+
+
+#: (spec, batch, heads, min_programs): min_programs 1 puts several slices in one program, and
+#: 7 heads in groups of 3 or 4 leave the last group part-empty.
+APPLY_CASES = [(name, 2, 3, None) for name in sorted(SPECS) if name != "wide-half"] + [
+    ("half-partial-f16", 1, 7, 2), ("interleaved-bf16", 1, 7, 2), ("wide-half", 1, 7, 5),
+    ("yarn-interleaved", 2, 2, 1)]
+
+
+@needs_triton
+@pytest.mark.parametrize("name, batch, heads, min_programs", APPLY_CASES)
+def test_apply_within_tolerance(name, batch, heads, min_programs):
+    import torch
+
+    from harness.impls import triton_rotary
+
+    spec = SPECS[name]
+    dtype = getattr(torch, spec.dtype)
+    q, k, positions = apply_inputs(spec, batch, heads)   # positions shuffled
+    qx, kx = (torch.from_numpy(x).to(DEVICE, dtype) for x in (q, k))
+    oq, ok = torch.full_like(qx, float("nan")), torch.full_like(kx, float("nan"))
+    extra = {} if min_programs is None else {"min_programs": min_programs}
+    launch = triton_rotary.apply_launcher(spec, batch * heads, spec.length,
+                                          torch.from_numpy(positions).to(DEVICE),
+                                          *_constants(spec), **extra)
+    launch(qx, kx, oq, ok)
+    got = np.stack([_float64(oq), _float64(ok)])
+    cache, cache_tol = cache_reference(spec), cache_tolerance(spec)
+    allowed = apply_tolerance(spec, q, k, positions, cache, cache_tol)
+    assert _worst(got, apply_reference(spec, q, k, positions, cache), allowed) <= 1.0
+    tail = got[..., spec.rot:]   # dims past rot pass through unchanged
+    np.testing.assert_array_equal(tail, np.stack([_float64(qx), _float64(kx)])[..., spec.rot:])
+
+
+def test_registered_for_cuda_and_unavailable_with_a_reason_without_one():
+    """Importing impls never needs triton; without triton or a GPU each says why it cannot run."""
+    impls = {i.name: i for i in implementations()}
+    for name in NAMES:
+        impl = impls[name]
+        assert (impl.backend, impl.device) == ("triton", "cuda")
+        assert impl.supports(RotarySpec(8, 16, dtype="bfloat16", layout="interleaved")) is None
+        if DEVICE != "cuda":
+            assert impl.unavailable_reason()
