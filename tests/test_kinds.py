@@ -91,6 +91,12 @@ def test_verify_gives_each_kind_its_own_cases(toy, tmp_path, monkeypatch):
 def test_every_kind_draws_valid_random_cases_for_any_seed_verify_may_pass(name):
     """`verify --random N --seed S` asks each kind for N random specs: none may be invalid."""
     kind = kinds.named(name)
+    refused = {}
     for seed in range(10):
-        specs = kind.cases(quick=False, n_random=16, seed=seed)
-        assert all(isinstance(s, kind.spec_type) for s in specs)
+        try:
+            specs = kind.cases(quick=False, n_random=16, seed=seed)
+        except ValueError as exc:          # a draw the spec refuses: what verify stopped on
+            refused[seed] = str(exc)
+            continue
+        assert len(specs) >= 16
+    assert not refused, refused

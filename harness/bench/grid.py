@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Sequence
 
 from harness import backends
 from harness.bench.cells import Cell, choose_convention
@@ -53,10 +53,9 @@ class Grid:
     heads: int = DEFAULT_HEADS                         # attention heads of a rotary apply
     quick: bool = False
 
-    def shapes(self, kind: Optional[kinds.Kind] = None) -> list[tuple[int, int]]:
+    def shapes(self, kind: kinds.Kind = _TABLE) -> list[tuple[int, int]]:
         """(length, width) pairs of `kind` (the 1-D table's by default) whose table fits
         `max_elements`; none at all is an error."""
-        kind = kind or _TABLE
         sizes = kind.bench_sizes_quick if self.quick else kind.bench_sizes
         lengths, widths = self.lengths or sizes[0], self.d_models or sizes[1]
         shapes = [(n, d) for n in lengths for d in widths if n * d <= self.max_elements]
@@ -125,7 +124,7 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
     if on_device:
         dtypes = grid.device_dtypes
     batch = grid.batch if batched else 1
-    heads = grid.heads if batched and impl.kind == "rotary" else 1
+    heads = grid.heads if kind.workload(impl.workload).heads else 1
     for length, d_model in grid.shapes(kind):
         for dtype in dtypes:
             convention, reason = choose_convention(impl, length, d_model, dtype)

@@ -5,7 +5,7 @@ so every cell of a workload without inputs (a 1-D `table`, a rotary `cache`, a
 `grid`, a `timestep` embedding) is also timed as `empty + fill` of the same
 bytes and dtype, every `forward` cell as the bare `x + pe` of the same arrays
 (the table already built), and every rotary `apply` as a bare read-modify-write
-pass over q and k (harness/bench/roofs_apply.py): once into fresh memory and
+pass over q and k (`_scale_pass`, `_scale_recycled`): once into fresh memory and
 once into memory the previous call let go (see `_recycled`); `roof_ratio`
 divides by the fastest. Roofs live in their own registry (`ROOF_REGISTRY`):
 they are bench's yardstick, not implementations users choose between, and never
@@ -49,10 +49,13 @@ def output_shape(spec: Any) -> tuple[int, ...]:
     return _filled(spec).shape(spec, 1, 1)
 
 
-def as_result(spec: Any, out: Any) -> Any:
-    """One allocation handed back as the workload's result: the array, or a view per part (a
-    rotary cache's cos and sin), which is what bench's result checks expect."""
-    return tuple(out) if _filled(spec).parts else out
+def as_result(spec: Any) -> Callable[[Any], Any]:
+    """How one allocation is handed back as the workload's result: the array, or a view per part
+    (a rotary cache's cos and sin), which is what bench's result checks expect. Decided in
+    setup, so the timed call pays nothing for it."""
+    if _filled(spec).parts:
+        return tuple
+    return lambda out: out
 
 
 def fill_workloads() -> list[str]:
@@ -66,12 +69,12 @@ def roof_name(stem: str, workload: str) -> str:
 
 def numpy_fill(spec: Spec):
     """np.empty + fill: allocate the table and write each element once."""
-    shape, dtype = output_shape(spec), np.dtype(spec.dtype)
+    shape, dtype, result = output_shape(spec), np.dtype(spec.dtype), as_result(spec)
 
     def fill():
         out = np.empty(shape, dtype)
         out.fill(1.0)
-        return as_result(spec, out)
+        return result(out)
 
     return fill
 
@@ -81,12 +84,12 @@ def numpy_torch_fill(spec: Spec):
     the allocate-and-fill limit at several threads, where a one-thread fill is no bound."""
     import torch
 
-    shape, dtype = output_shape(spec), np.dtype(spec.dtype)
+    shape, dtype, result = output_shape(spec), np.dtype(spec.dtype), as_result(spec)
 
     def fill():
         out = first_touch(np.empty(shape, dtype))
         torch.from_numpy(out).fill_(1.0)
-        return as_result(spec, out)
+        return result(out)
 
     return fill
 
@@ -103,8 +106,8 @@ def _torch_fill(device: str):
     def build(spec: Spec):
         import torch
 
-        dtype, shape = getattr(torch, spec.dtype), output_shape(spec)
-        return lambda: as_result(spec, torch.empty(shape, dtype=dtype, device=device).fill_(1.0))
+        dtype, shape, result = getattr(torch, spec.dtype), output_shape(spec), as_result(spec)
+        return lambda: result(torch.empty(shape, dtype=dtype, device=device).fill_(1.0))
 
     build.__doc__ = f"torch.empty(..., device={device!r}).fill_(1.0)"
     return build
@@ -159,11 +162,12 @@ def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
     def build(spec: Spec, *x: np.ndarray):
         shape = x[0].shape if x else output_shape(spec)
         write, buffers = write_into(spec, *x), RecycledBuffers(shape, spec.dtype)
+        result = (lambda out: out) if x else as_result(spec)
 
         def call():
             out = buffers.take()
             write(out)
-            return out if x else as_result(spec, out)
+            return result(out)
 
         return call
 
@@ -269,8 +273,6 @@ def _scale_recycled(threaded: bool):
 
 
 def _register_apply_roofs() -> None:
-    if "apply" not in kinds.all_workloads():
-        return
     for name, backend, device, where, supports in (
             ("roof-numpy-scale-apply", "numpy", "cpu", "numpy", NUMPY_DTYPES),
             ("roof-torch-scale-apply", "torch", "cpu", "cpu", TORCH_DTYPES),

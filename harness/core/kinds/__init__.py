@@ -41,7 +41,8 @@ class Workload:
     parts: tuple[str, ...] = ()           # names of a tuple result's arrays; () for one array
     inputs: Optional[Inputs] = None       # None: the factory gets the spec only
     expect: Optional[Expect] = None       # None: the kind's reference and tolerance as they are
-    batched: bool = False                 # its inputs have batch (and heads) axes bench sweeps
+    batched: bool = False                 # its inputs have a batch axis bench sweeps
+    heads: bool = False                   # ... and an attention-heads axis (a rotary apply)
     doc: str = ""
 
     def arguments(self, spec: Any, batch: int = 1, heads: int = 1) -> tuple:

@@ -21,7 +21,7 @@ from harness.core.tolerance import eps, tolerance
 FORWARD_BATCH = 2
 
 
-def forward_input(spec: Spec, batch: int = FORWARD_BATCH, heads: int = 1) -> np.ndarray:
+def forward_input(spec: Spec, batch: int = FORWARD_BATCH) -> np.ndarray:
     """Deterministic x of shape [batch, length, d_model] for the forward workload."""
     rng = np.random.default_rng(1234)
     x = rng.standard_normal((batch, spec.length, spec.d_model))

@@ -37,7 +37,7 @@ ROTARY = add(Kind(
         Workload("cache", shape=lambda spec, batch, heads: (2, spec.length, spec.rot), parts=("cos", "sin"),
                  doc="build the (cos, sin) cache, each [length, rot]"),
         Workload("apply", shape=apply_shape, parts=("q", "k"), inputs=apply_inputs, expect=apply_expected,
-                 batched=True, doc="rotate q and k [batch, heads, seq, head_dim] at int64 positions [seq]"),
+                 batched=True, heads=True, doc="rotate q and k [batch, heads, seq, head_dim] at int64 positions [seq]"),
     ),
     conventions=CONVENTIONS, bench_spec=bench_spec,
     bench_sizes=((512, 4096, 32768), (64, 128)),
