@@ -1,4 +1,4 @@
-"""The angle-addition helpers every fast implementation shares (impls/fast_tables.py)."""
+"""The angle-addition helpers every fast implementation shares (impls/table/_angle_addition.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from harness import Spec, reference
-from harness.impls.fast_tables import column_steps, sincos_rows, to_columns
+from harness.impls.table._angle_addition import column_steps, sincos_rows, to_columns
 
 CONVENTIONS = [
     dict(),

@@ -27,5 +27,25 @@ def test_the_builtins_register_under_the_project_namespace():
     import harness
 
     origins = {impl.origin for impl in harness.implementations()}
-    assert "harness.impls.numpy_impls" in origins and "harness.impls.rotary_numba" in origins
+    assert "harness.impls.table.numpy" in origins and "harness.impls.rotary.numba" in origins
     assert not [o for o in origins if o.split(".")[0] == "impls"]
+
+
+def test_impls_has_one_folder_per_kind_and_the_old_module_names_still_import():
+    import importlib
+
+    import harness
+    from harness.core import kinds
+    from harness.impls import _aliases
+
+    harness.implementations()
+    folders = {p.name for p in (ROOT / "impls").iterdir() if p.is_dir() and not p.name.startswith("_")}
+    assert folders - {"libraries", "__pycache__"} == set(kinds.KINDS)
+    assert not [p.name for p in (ROOT / "impls").glob("*.py") if not p.name.startswith("_")]
+    for old, new in _aliases.OLD_NAMES.items():
+        try:
+            module = importlib.import_module(f"harness.impls.{new}")
+        except ModuleNotFoundError:    # a kernel module that imports its absent backend
+            continue
+        assert importlib.import_module(f"harness.impls.{old}") is module
+        assert module.__spec__.name == module.__name__ == f"harness.impls.{new}"

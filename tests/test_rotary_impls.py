@@ -18,8 +18,8 @@ from harness.core.kinds.rotary.apply import apply_expected, apply_inputs
 from harness.core.kinds.rotary.spec import ROPE_TYPES
 from harness.core.tolerance import eps
 
-#: This suite's own implementations (impls/rotary_*.py); library conventions are tested with theirs.
-OURS = [i for i in implementations() if i.origin.startswith("harness.impls.rotary_")]
+#: This suite's own implementations (impls/rotary/*.py); library conventions are tested with theirs.
+OURS = [i for i in implementations() if i.origin.startswith("harness.impls.rotary.")]
 ROTARY = {i.name: i for i in OURS if i.available}
 CACHES = sorted(name for name, i in ROTARY.items() if i.workload == "cache")
 APPLIES = sorted(name for name, i in ROTARY.items() if i.workload == "apply")

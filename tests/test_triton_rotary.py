@@ -1,4 +1,4 @@
-"""The Triton rotary kernels (impls/triton_rotary.py) against the kind's float64 references.
+"""The Triton rotary kernels (impls/rotary/triton.py) against the kind's float64 references.
 
 Where they run: on the CPU under Triton's interpreter when TRITON_INTERPRET=1 (how a machine
 without a GPU checks the kernels' logic), else on a CUDA device; skipped without triton (the

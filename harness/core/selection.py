@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 
 from harness.core.registry import Implementation
 
-#: Implementations that re-derive a library's convention (impls/library_conventions.py) are
+#: Implementations that re-derive a library's convention (impls/table/library_conventions.py) are
 #: named `lib-<library>`: correctness references, timed only when asked for.
 LIBRARY_PREFIX = "lib-"
 

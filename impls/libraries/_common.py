@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..library_conventions import LibrarySupports
+from ..table.library_conventions import LibrarySupports
 
 __all__ = ["LibrarySupports", "even_width", "no_offset", "positions", "small_rows", "torch_dtype",
            "torch_positions", "two_pairs"]

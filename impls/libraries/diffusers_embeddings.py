@@ -14,7 +14,7 @@ from harness.core.kinds.rotary import RotarySpec
 from harness.core.kinds.timestep import TimestepSpec
 from harness.core.kinds.timestep.supports import TimestepSupports
 
-from .._rotary_support import RotarySupports
+from ..rotary._supports import RotarySupports
 from ._common import LibrarySupports, even_width, torch_dtype, torch_positions
 
 

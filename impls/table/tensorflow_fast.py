@@ -10,7 +10,7 @@ dropped: it removes ~10 eager dispatches, nothing of the arithmetic; docs/fast.m
   fused loop (never stored), then cast to float32 for the sin: the error is the
   cast of a reduced angle plus the float32 sin, ~1.4e-7 at any position.
   cos columns are sin(theta + pi/2), padding is multiplied by 0.
-- `tf-angleadd-xla`: angle addition (`impls.fast_tables`), base tables in float64
+- `tf-angleadd-xla`: angle addition (`impls.table._angle_addition`), base tables in float64
   TF ops (a graph), the per-element P X + Q Y fused by XLA into one store per element.
 """
 
@@ -21,7 +21,7 @@ import math
 from harness import Spec, register
 
 from ._assemble import EVERY_CONVENTION
-from .fast_tables import column_steps, sincos_rows, to_columns
+from ._angle_addition import column_steps, sincos_rows, to_columns
 
 BLOCK = 64
 

@@ -22,9 +22,9 @@ from harness.core.registry import register
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
 
-from ._rotary_model import build_fast_cache, build_model_apply, build_model_cache, torch_ops
-from ._rotary_support import EVERY_SPEC
-from ._rotary_tables import pair_slices, split_tables, work_dtype
+from ._model import build_fast_cache, build_model_apply, build_model_cache, torch_ops
+from ._supports import EVERY_SPEC
+from ._tables import pair_slices, split_tables, work_dtype
 
 #: Output bytes (cos and sin) per slab of FastCache: its work-dtype scratch stays in L2 until copied.
 SLAB_BYTES = 1 << 20

@@ -1,15 +1,15 @@
 """Triton: the rotary (RoPE) cos/sin cache and a fused apply, one kernel each, on the GPU.
 
 Both form each (position, frequency) angle in float64, reduce it modulo 2 pi in float64 and take
-one float32 cos and sin of the reduced angle (float64 for a float64 spec), as triton_impls.py's
-table kernel does (impls/_device_columns.py says why: ~2e-7 at a million positions, where float32
+one float32 cos and sin of the reduced angle (float64 for a float64 spec), as impls/table/triton.py's
+table kernel does (impls/table/_device_columns.py says why: ~2e-7 at a million positions, where float32
 angles are off by 2e-2). The cache kernel computes each (position, frequency) once and writes it
 to both of its columns: two contiguous stores for "half" (cat(f, f)), one store of the pairs
 interleaved for "interleaved". The apply kernel builds no cache: a program takes a block of
 positions, forms their cos/sin once in registers, then rotates ROWS (batch x head) slices of q
 and k (and copies the tail past rot) in one pass, so q and k are read and written once each.
 
-No autotune: on the last H100 run (triton_impls.py) a Python launch cost ~30 us with the
+No autotune: on the last H100 run (impls/table/triton.py) a Python launch cost ~30 us with the
 autotune wrapper, and the small caches RoPE uses are launch-bound, so tiles are picked by a
 rule at setup and the grid and arguments are fixed before the timed call. `cache_launcher` and
 `apply_launcher` take tensors on any device, so tests run them on the CPU under TRITON_INTERPRET=1.
@@ -22,7 +22,7 @@ import functools
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 
-from ._rotary_support import EVERY_SPEC
+from ._supports import EVERY_SPEC
 
 #: Elements of a program's (positions x frequencies) tile: enough work per program to hide the
 #: float64 angle, few enough registers for 4 warps.
@@ -36,7 +36,7 @@ MIN_PROGRAMS = 1024
 @functools.cache
 def kernels():
     """(cache kernel, apply kernel); triton is imported only here."""
-    from . import _triton_rotary_kernels as k
+    from . import _triton_kernels as k
 
     return k.rotary_cache, k.rotary_apply
 

@@ -1,7 +1,7 @@
 """Triton: one hand-written kernel for every convention, on the GPU.
 
 Each program writes a BLOCK_ROWS x BLOCK_COLS tile: it loads the tile's column
-frequencies and phases (impls/_device_columns.py), forms the angles in float64,
+frequencies and phases (impls/table/_device_columns.py), forms the angles in float64,
 reduces them modulo 2 pi in float64, and takes one float32 sine per element
 (cos is the sine a quarter turn on). The table is written once and read never,
 so the kernel is bounded by the DRAM write. The tile shape is autotuned per

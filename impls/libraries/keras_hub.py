@@ -13,8 +13,8 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
-from .._rotary_support import RotarySupports
-from ..library_conventions import LibrarySupports, _positions_fit_dtype
+from ..rotary._supports import RotarySupports
+from ..table.library_conventions import LibrarySupports, _positions_fit_dtype
 from ._common import float32_positions
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from harness import register
 from harness.core.kinds.grid import GridSpec
 
-from ._grid_assemble import GridOps, broadcast_table, meshgrid_table, prepare
-from ._grid_support import GridSupports
+from ._assemble import GridOps, broadcast_table, meshgrid_table, prepare
+from ._supports import GridSupports
 
 EVERY_DTYPE = GridSupports()
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from harness import register
 from harness.core.kinds.grid import GridSpec
 
-from ._grid_assemble import GridOps, meshgrid_table, prepare
-from ._grid_support import GridSupports
+from ._assemble import GridOps, meshgrid_table, prepare
+from ._supports import GridSupports
 
 
 def _ops(spec: GridSpec) -> GridOps:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness.core.kinds.grid import GridSpec
-from ._grid_axes import frequencies, functions, positions, segments
+from ._axes import frequencies, functions, positions, segments
 
 
 @dataclass(frozen=True)

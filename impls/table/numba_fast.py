@@ -32,7 +32,7 @@ from harness import Spec, register
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
 from ._assemble import EVERY_CONVENTION
-from .fast_tables import column_steps
+from ._angle_addition import column_steps
 
 #: Rows per block: X, Y of 32 x 1024 float32 is 256 KiB, resident in L2 while a block is written.
 BLOCK = 32

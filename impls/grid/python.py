@@ -7,8 +7,8 @@ import math
 from harness import register
 from harness.core.kinds.grid import GridSpec
 
-from ._grid_axes import frequencies, functions, positions, segments
-from ._grid_support import GridSupports
+from ._axes import frequencies, functions, positions, segments
+from ._supports import GridSupports
 
 
 def _column_sources(spec: GridSpec) -> list[tuple[int, str, int]]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
-from ._rotary_support import PYTHON
+from ._supports import PYTHON
 
 
 def _frequency(spec: RotarySpec, j: int) -> int:

@@ -22,9 +22,9 @@ from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
-from ._rotary_kernels import kernels, run
-from ._rotary_support import NUMBA
-from ._rotary_tables import pair_slices, split_tables
+from ._kernels import kernels, run
+from ._supports import NUMBA
+from ._tables import pair_slices, split_tables
 
 
 class Rotary:

@@ -15,8 +15,8 @@ import numpy as np
 
 from harness import register
 from harness.core.kinds.grid import GridSpec
-from ._grid_axes import frequencies, positions, segments
-from ._grid_support import GridSupports
+from ._axes import frequencies, positions, segments
+from ._supports import GridSupports
 
 #: The row pass decomposes a row into (t, y, x): grids are padded to three axes.
 AXES = 3

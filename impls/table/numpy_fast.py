@@ -20,7 +20,7 @@ import numpy as np
 from harness import Spec, register
 from harness.util.memory import first_touch
 from ._assemble import EVERY_CONVENTION
-from .fast_tables import column_steps, sincos_rows, to_columns
+from ._angle_addition import column_steps, sincos_rows, to_columns
 
 BLOCK = 64
 SLAB_BLOCKS = 4   # 4 x 64 rows x 1024 float32 = 1 MiB per slab

@@ -1,4 +1,4 @@
-"""The Triton kernels of impls/triton_rotary.py (registers nothing; imported only by its
+"""The Triton kernels of impls/rotary/triton.py (registers nothing; imported only by its
 factories, so a machine without triton still imports impls).
 
 They live at module level because a @triton.jit kernel finds the jit functions it calls among

@@ -1,6 +1,6 @@
 """TensorFlow: the rotary cache as model code builds it, a fast cache, and HF's apply, eager.
 
-The same formulas as NumPy and torch (impls/_rotary_model.py) in tf ops; TF tensors are
+The same formulas as NumPy and torch (impls/rotary/_model.py) in tf ops; TF tensors are
 immutable, so each call returns new ones.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 
-from ._rotary_model import build_fast_cache, build_model_apply, build_model_cache, tf_ops
-from ._rotary_support import EVERY_SPEC
+from ._model import build_fast_cache, build_model_apply, build_model_cache, tf_ops
+from ._supports import EVERY_SPEC
 
 
 @register(name="rotary-tf-cache", backend="tensorflow", workload="cache", supports=EVERY_SPEC)

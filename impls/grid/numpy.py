@@ -2,15 +2,15 @@
 
 `grid-numpy` is MAE's get_2d_sincos_pos_embed generalised (float64 throughout, cast at the
 end, as MAE's NumPy code does); `grid-numpy-broadcast` computes only each axis's own table and
-broadcast-writes it (impls/_grid_assemble.py).
+broadcast-writes it (impls/grid/_assemble.py).
 """
 
 from __future__ import annotations
 
 from harness import register
 from harness.core.kinds.grid import GridSpec
-from ._grid_assemble import GridOps, broadcast_table, meshgrid_table, prepare
-from ._grid_support import GridSupports
+from ._assemble import GridOps, broadcast_table, meshgrid_table, prepare
+from ._supports import GridSupports
 
 NUMPY_DTYPES = GridSupports(dtypes=("float16", "float32", "float64"))
 

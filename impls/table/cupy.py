@@ -1,7 +1,7 @@
 """CuPy: the same float64-angle, float32-sine kernel as Triton's, as a CuPy ElementwiseKernel.
 
 One thread per element: its row and column come from the flat index, its
-frequency and phase from two d_model-long vectors (impls/_device_columns.py).
+frequency and phase from two d_model-long vectors (impls/table/_device_columns.py).
 CuPy has no bfloat16, so half precision is float16 only.
 """
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
-from ._rotary_model import build_fast_cache, build_model_apply, build_model_cache, numpy_ops
-from ._rotary_support import NUMPY
+from ._model import build_fast_cache, build_model_apply, build_model_cache, numpy_ops
+from ._supports import NUMPY
 
 
 @register(name="rotary-numpy-cache", backend="numpy", workload="cache", supports=NUMPY)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._rotary_tables import SplitTables, split_tables, work_dtype
+from ._tables import SplitTables, split_tables, work_dtype
 
 
 @dataclass(frozen=True)

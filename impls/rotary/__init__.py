@@ -1,0 +1,1 @@
+"""The rotary (RoPE) cache and apply implementations, one module per backend."""

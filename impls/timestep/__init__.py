@@ -1,0 +1,1 @@
+"""The diffusion timestep embedding implementations, one module per backend."""
