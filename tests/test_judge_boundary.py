@@ -1,0 +1,46 @@
+"""The tolerance boundary, for every kind, workload and dtype: an error of 0.9x an element's
+tolerance passes, 1.1x fails (issue 26).
+
+Every wrong implementation elsewhere in the tests misses by orders of magnitude, so a judge
+that doubled or halved every bound would break none of them. Here one element of an otherwise
+exact result (the truth rounded once to the output dtype) is moved to 0.9x or 1.1x of its own
+tolerance, computed at run time from the kind's tolerance, and chosen so that the error survives
+rounding to the output dtype (half precision included).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import check_callable
+from tests.judged import DTYPES, SPECS, callable_returning, plant
+
+PASSES, FAILS = 0.9, 1.1
+#: How far the planted error may land from 0.9x / 1.1x after rounding to the output dtype.
+SLACK = 0.02
+
+
+def judged(workload: str, dtype: str, factor: float):
+    spec = SPECS[workload](dtype)
+    planted = []
+
+    def make(expected, allowed):
+        values, where = plant(expected, allowed, dtype, factor)
+        planted.append(where)
+        return values
+
+    result = check_callable(callable_returning(spec, workload, make), spec, workload=workload)
+    return result, planted[0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("workload", sorted(SPECS))
+@pytest.mark.parametrize("factor", [PASSES, FAILS])
+def test_an_error_just_inside_the_tolerance_passes_and_just_outside_fails(workload, dtype, factor):
+    result, where = judged(workload, dtype, factor)
+    assert abs(where.ratio - factor) < SLACK, f"could not plant {factor}x in {dtype}: {where}"
+    assert result.status == ("pass" if factor < 1 else "fail"), result.reason
+    # the judge measured the planted element, at its own tolerance, where it was planted
+    assert result.err_ratio == pytest.approx(where.ratio, rel=1e-9)
+    assert (result.worst_pos, result.worst_col) == where.index[-2:]
+    assert result.max_abs_err == pytest.approx(where.ratio * result.tol, rel=1e-9)
