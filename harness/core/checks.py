@@ -155,7 +155,7 @@ def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str
     worst = (int(idx[-2]), int(idx[-1])) if len(idx) >= 2 else (int(idx[0]), -1)  # a 1-D kind
     result = dict(max_abs_err=float(err.max()), tol=float(allowed.flat[flat]),
                   err_ratio=float(ratio.flat[flat]), worst=worst)
-    if ratio.flat[flat] > 1.0:
+    if not ratio.flat[flat] <= 1.0:     # NaN-safe by itself: a NaN error is never within tolerance
         where = f"{parts[idx[0]]}: " if parts else ""
         return Comparison(f"{where}error {err.flat[flat]:.3g} > tolerance {allowed.flat[flat]:.3g} "
                           f"at position {worst[0]}, column {worst[1]}", **result)
