@@ -173,11 +173,15 @@ def poison(out: Any) -> bool:
 
 
 def same_buffer(first: Any, second: Any) -> bool:
-    """The same object, or (NumPy) a view of the same memory: what poisoning could not test."""
+    """The same object, or (NumPy) a view of the same memory: what poisoning could not test.
+    Tuple results share a buffer when any part of one shares it with any part of the other
+    (every pair: a part moved or added is not missed)."""
     if second is first:
         return True
-    if isinstance(first, (tuple, list)) and isinstance(second, (tuple, list)):
-        return any(same_buffer(a, b) for a, b in zip(first, second))
+    if isinstance(first, (tuple, list)) or isinstance(second, (tuple, list)):
+        firsts = first if isinstance(first, (tuple, list)) else (first,)
+        seconds = second if isinstance(second, (tuple, list)) else (second,)
+        return any(same_buffer(a, b) for a in firsts for b in seconds)
     return (isinstance(first, np.ndarray) and isinstance(second, np.ndarray)
             and np.shares_memory(first, second))
 

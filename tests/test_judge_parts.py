@@ -1,0 +1,115 @@
+"""Tuple results (a rotary cache's cos and sin, an apply's q and k): extra, missing and wrong
+parts fail, and a part that is cached fails whether or not the others can be poisoned (issue 26).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import check_callable
+from harness.core import checks
+from tests.judged import SPECS, as_result, truth
+
+CACHE = SPECS["cache"]("float32")
+
+
+def cache_parts() -> tuple[np.ndarray, np.ndarray]:
+    """A fresh, exact (cos, sin)."""
+    expected, _ = truth(CACHE, "cache", ())
+    return as_result(expected, "float32", ("cos", "sin"))
+
+
+def judged(fn, spec=CACHE, workload="cache"):
+    return check_callable(fn, spec, workload=workload)
+
+
+def test_the_exact_parts_pass():
+    assert judged(cache_parts).status == "pass"
+    assert judged(lambda: list(cache_parts())).status == "pass"
+
+
+@pytest.mark.parametrize("shape_it, words", [
+    (lambda cos, sin: (cos, sin, sin.copy()), "3 items"),            # more parts than expected
+    (lambda cos, sin: (cos, sin, None), "3 items"),
+    (lambda cos, sin: (cos,), "1 items"),                             # a part missing
+    (lambda cos, sin: (), "0 items"),
+    (lambda cos, sin: np.stack([cos, sin]), "ndarray"),               # not a tuple
+    (lambda cos, sin: {"cos": cos, "sin": sin}, "dict"),
+    (lambda cos, sin: (sin, cos), "cos: error"),                      # parts swapped
+    (lambda cos, sin: (cos, sin[:-1]), "sin: shape"),
+    (lambda cos, sin: (cos, sin.astype(np.float64)), "sin: dtype float64"),
+    (lambda cos, sin: (cos, None), "sin: returned None"),
+])
+def test_extra_missing_or_wrong_parts_fail(shape_it, words):
+    result = judged(lambda: shape_it(*cache_parts()))
+    assert result.status == "fail" and words in result.reason, result.reason
+
+
+def test_extra_parts_of_an_apply_fail_too():
+    spec = SPECS["apply"]("float32")
+
+    def apply(*inputs):
+        expected, _ = truth(spec, "apply", inputs)
+        q, k = as_result(expected, "float32", ("q", "k"))
+        return q, k, k.copy()
+
+    result = judged(apply, spec, "apply")
+    assert result.status == "fail" and "3 items" in result.reason, result.reason
+
+
+def read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def part_cached(which: int, cached_writable: bool, other_writable: bool):
+    """One part computed once and returned every call, the other fresh each call."""
+    kept = cache_parts()[which]
+    if not cached_writable:
+        read_only(kept)
+
+    def call():
+        fresh = cache_parts()[1 - which]
+        if not other_writable:
+            read_only(fresh)
+        return (kept, fresh) if which == 0 else (fresh, kept)
+    return call
+
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("cached_writable, other_writable", [
+    (True, True),     # both poisoned: the cached part comes back as NaN
+    (True, False),    # the other cannot be poisoned: the cached part must not come back
+    (False, True),    # the cached part cannot be poisoned
+    (False, False),
+])
+def test_one_cached_part_fails_however_the_others_can_be_poisoned(which, cached_writable,
+                                                                  other_writable):
+    result = judged(part_cached(which, cached_writable, other_writable))
+    assert result.status == "fail", result.reason
+    assert "cached result" in result.reason, result.reason
+
+
+def test_a_cached_part_behind_a_new_read_only_view_each_call_fails():
+    kept = cache_parts()[1]
+
+    def call():
+        return cache_parts()[0], read_only(kept[:])
+    result = judged(call)
+    assert result.status == "fail" and "same buffer" in result.reason, result.reason
+
+
+def test_fresh_parts_that_cannot_be_poisoned_pass():
+    """An immutable result (a TF or JAX tensor) computed afresh is a builder."""
+    result = judged(lambda: tuple(read_only(p) for p in cache_parts()))
+    assert result.status == "pass", result.reason
+
+
+def test_same_buffer_sees_every_part_of_either_result():
+    a, b, c = np.zeros(4), np.zeros(4), np.zeros(4)
+    assert checks.same_buffer((a, b), (c, b[:2]))
+    assert checks.same_buffer((a, b), (b, c))              # a part moved to another place
+    assert checks.same_buffer((a,), (c, a))                 # an extra part is not dropped
+    assert checks.same_buffer((c, a), (a,))
+    assert not checks.same_buffer((a, b), (c, np.zeros(4)))
