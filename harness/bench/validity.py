@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import types
 from collections import deque
 from dataclasses import replace
@@ -69,7 +70,8 @@ GROWTH_MIN_LENGTH = 1024
 GROWTH_SHARE = 0.5
 #: How every lookup's reason ends, so that reports can tell lookups from broken results.
 
-_LEAVES = (str, int, float, complex, bool, type(None), type, types.ModuleType, types.CodeType,
+#: Objects that refer to nothing a call could use (and hold no table's worth of data).
+_LEAVES = (bool, float, complex, type(None), type, types.ModuleType, types.CodeType,
            types.FrameType, types.BuiltinFunctionType, types.MethodWrapperType,
            types.WrapperDescriptorType, types.GetSetDescriptorType, types.MemberDescriptorType)
 
@@ -227,15 +229,30 @@ def _first(items: Iterable[Any]) -> list[Any]:
 
 
 def _nbytes(obj: Any) -> Optional[int]:
-    """Bytes of an array (an object whose type has a shape and a dtype or nbytes) or bytes-like
-    object, None for anything else. Attributes are read only where the type declares them."""
-    if isinstance(obj, (bytes, bytearray)):
-        return len(obj)
+    """Bytes of an array (an object whose type has a shape and a dtype or nbytes), of any object
+    exporting a buffer (bytes, bytearray, array.array, mmap ...), or of a str or int (a table's
+    bytes decoded as latin-1, or read as one big integer); None for anything else. Attributes
+    are read only where the type declares them."""
+    if isinstance(obj, str):
+        return sys.getsizeof(obj) - _EMPTY_STR
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return (obj.bit_length() + 7) // 8
     if isinstance(obj, _LEAVES):
         return None
-    kind = type(obj)
-    if not hasattr(kind, "shape"):
+    if hasattr(type(obj), "shape"):
+        return _array_nbytes(obj)
+    try:
+        with memoryview(obj) as view:
+            return view.nbytes
+    except Exception:   # exports no buffer
         return None
+
+
+_EMPTY_STR = sys.getsizeof("")
+
+
+def _array_nbytes(obj: Any) -> Optional[int]:
+    kind = type(obj)
     try:
         if getattr(obj, "is_meta", False) is True:    # a torch meta tensor: a shape, no memory
             return 0
