@@ -18,8 +18,8 @@ from harness.core.kinds.rotary import RotarySpec
 from harness.core.kinds.timestep import TimestepSpec
 from harness.core.plugins import PluginError, load_all, load_plugin
 from harness.core.registry import REGISTRY, Implementation, register
-from harness.core.spec import Spec
-from harness.core.supports import Supports
+from harness.core.kinds.table.spec import Spec
+from harness.core.kinds.table.supports import Supports
 
 __all__ = [
     "Check", "GridSpec", "Implementation", "Kind", "PluginError", "RotarySpec", "Spec", "Supports",

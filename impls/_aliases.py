@@ -6,10 +6,7 @@ monkeypatch on either name is seen by both; imported on first use); new code nam
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.machinery
-import sys
+from harness.util import aliases
 
 #: old module name -> its home now, both under harness.impls
 OLD_NAMES = {
@@ -38,30 +35,6 @@ OLD_NAMES = {
 }
 
 
-class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds an old name and loads it as the module now at its new name (imported on demand,
-    so an alias of a module that needs an absent backend fails only when that name is used)."""
-
-    def __init__(self, package: str):
-        self.targets = {f"{package}.{old}": f"{package}.{new}" for old, new in OLD_NAMES.items()}
-        self.specs: dict[str, importlib.machinery.ModuleSpec] = {}
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname not in self.targets:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, self)
-
-    def create_module(self, spec):
-        module = importlib.import_module(self.targets[spec.name])
-        self.specs[spec.name] = module.__spec__
-        return module
-
-    def exec_module(self, module) -> None:
-        """Run nothing (the module ran under its new name); give back the spec import replaced."""
-        module.__spec__ = self.specs[module.__spec__.name]
-
-
 def install(package: str) -> None:
-    """Let each old name under `package` import as its new module (once per process)."""
-    if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
-        sys.meta_path.append(_AliasFinder(package))
+    """Let each old name under `package` import as its new module."""
+    aliases.install({f"{package}.{old}": f"{package}.{new}" for old, new in OLD_NAMES.items()})

@@ -49,3 +49,14 @@ def test_impls_has_one_folder_per_kind_and_the_old_module_names_still_import():
             continue
         assert importlib.import_module(f"harness.impls.{old}") is module
         assert module.__spec__.name == module.__name__ == f"harness.impls.{new}"
+
+
+def test_the_table_modules_moved_into_its_kind_keep_their_old_names():
+    import importlib
+
+    from harness.core import MOVED
+
+    for old, new in MOVED.items():
+        module = importlib.import_module(new)
+        assert importlib.import_module(old) is module and module.__spec__.name == new
+    assert not [p for p in (ROOT / "harness" / "core").glob("*.py") if p.stem in {o.split(".")[-1] for o in MOVED}]

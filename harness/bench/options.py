@@ -17,7 +17,7 @@ from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_HEADS, DEFAULT_LENGTHS
 from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
 from harness.core import kinds
-from harness.core.spec import DTYPES
+from harness.core.kinds.table.spec import DTYPES
 from harness.runs import journal
 from harness.util.arguments import at_least as _at_least
 from harness.util.arguments import positive_seconds as _positive

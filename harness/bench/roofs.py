@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.core import kinds
 from harness.core.registry import Implementation, Registry
-from harness.core.spec import Spec
+from harness.core.kinds.table.spec import Spec
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
 

@@ -16,7 +16,7 @@ from harness import backends
 from harness.core import kinds
 from harness.core.convert import dtype_name, to_numpy
 from harness.core.registry import Implementation
-from harness.core.tolerance import eps
+from harness.core.kinds.table.tolerance import eps
 from harness.util.deadline import CallTimeout, call_with_deadline
 
 VERDICTS = ("pass", "fail", "error", "skip")

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from harness import backends
 from harness.core import kinds
-from harness.core.supports import Supports
+from harness.core.kinds.table.supports import Supports
 
 SupportsFn = Callable[[Any], Optional[str]]
 Factory = Callable[..., Callable[[], Any]]

@@ -7,7 +7,7 @@ first row and of the row steps r = 0 .. R-1: one sin and cos per column and chun
 one per element (float64 `sin` is ~20 ns an element, the two multiply-adds under 1 ns). Its
 error is a few float64 ulps, like the reference's own.
 
-The tolerance is harness.core.tolerance at the table's precision. That model is linear in
+The tolerance is harness.core.kinds.table.tolerance at the table's precision. That model is linear in
 |position| for every column, so it is read off two positions and extended to each chunk; to
 it come the noise seen in the table and what a measured base, scale or amplitude may be off by.
 """
@@ -19,9 +19,9 @@ from typing import Optional
 
 import numpy as np
 
-from harness.core.reference import column_plan, inv_freq
-from harness.core.spec import Spec
-from harness.core.tolerance import C_VALUE, eps, tolerance
+from harness.core.kinds.table.reference import column_plan, inv_freq
+from harness.core.kinds.table.spec import Spec
+from harness.core.kinds.table.tolerance import C_VALUE, eps, tolerance
 from harness.identify.amplitude import Amplitude
 from harness.identify.law import Law
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from harness.core.registry import Implementation
 from harness.core.selection import LIBRARY_PREFIX
-from harness.core.spec import SPEC_FIELDS, Spec
+from harness.core.kinds.table.spec import SPEC_FIELDS, Spec
 from harness.identify import family
 from harness.identify.check import Candidate
 from harness.identify.files import Stored, open_file

@@ -75,7 +75,7 @@ class Law:
                 self.base != DEFAULT_BASE, significant_digits(self.scale), abs(self.freq_shift))
 
     def omega(self, half_width: float, n_freq: int) -> np.ndarray:
-        """Exact angular frequency of each pair, rad per position (as in harness.core.reference)."""
+        """Exact angular frequency of each pair, rad per position (as in harness.core.kinds.table.reference)."""
         k = np.arange(n_freq, dtype=np.float64)
         return self.scale * np.power(self.base, -k / (half_width - self.freq_shift))
 

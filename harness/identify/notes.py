@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.spec import Spec
+from harness.core.kinds.table.spec import Spec
 from harness.identify.amplitude import Amplitude
 from harness.identify.check import Context
 from harness.identify.load import LoadedTable

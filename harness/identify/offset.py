@@ -85,5 +85,5 @@ def _cut(lo: np.ndarray, hi: np.ndarray, w: float, phase: float, phase_err: floa
 
 def _phase_tol(w: Real, position: Real, phase_err: Real, eps: float) -> Real:
     """How far a phase may honestly be off: fit noise plus the table's rounding at `position`
-    (the tolerance model of harness.core.tolerance, doubled)."""
+    (the tolerance model of harness.core.kinds.table.tolerance, doubled)."""
     return 6.0 * phase_err + 2.0 * eps * (4.0 + w * position * (4.0 + np.abs(np.log(w))))

@@ -22,8 +22,8 @@ from typing import Optional
 
 import numpy as np
 
-from harness.core.spec import MAX_POSITION, Spec
-from harness.core.tolerance import eps
+from harness.core.kinds.table.spec import MAX_POSITION, Spec
+from harness.core.kinds.table.tolerance import eps
 from harness.identify.amplitude import Amplitude, find_amplitude
 from harness.identify.check import CHECK_ROWS, Candidate, Context, check_ends, compare
 from harness.identify.law import DEFAULT_BASE, Law, candidates, fit_rate

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.core.reference import column_plan
-from harness.core.spec import LAYOUTS, Spec
+from harness.core.kinds.table.reference import column_plan
+from harness.core.kinds.table.spec import LAYOUTS, Spec
 
 SIN, COS, ZERO = "sin", "cos", "zero"
 
@@ -52,7 +52,7 @@ class Plan:
 
 
 def spec_plan(d_model: int, layout: str, cos_first: bool, odd: str) -> Plan:
-    """The Spec's own column plan (harness.core.reference), read as sin/cos columns."""
+    """The Spec's own column plan (harness.core.kinds.table.reference), read as sin/cos columns."""
     plan = column_plan(Spec(1, d_model, layout=layout, cos_first=cos_first, odd=odd))
     first, second = plan.first_cols, plan.second_cols
     sin_cols, cos_cols = (second, first) if cos_first else (first, second)

@@ -13,7 +13,7 @@ from typing import Optional
 
 import pandas as pd
 
-from harness.core.cases import LONG_POSITIONS
+from harness.core.kinds.table.cases import LONG_POSITIONS
 from harness.report import fmt
 
 BAD = ("fail", "error")

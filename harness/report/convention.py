@@ -22,7 +22,7 @@ import pandas as pd
 
 from harness.core import kinds
 # The named conventions a bench cell is timed in; the report recommends within one of them.
-from harness.core.conventions import CONVENTIONS
+from harness.core.kinds.table.conventions import CONVENTIONS
 
 PAPER = "paper"
 #: The Spec fields that make two tables of one shape different tables (base and scale are

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from harness.core.cases import LONG_POSITIONS
+from harness.core.kinds.table.cases import LONG_POSITIONS
 from harness.report import fmt
 from harness.report.accuracy import Accuracy, long_accuracy, verdict
 from harness.report.measures import speedup, timed

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from harness.core.cases import LONG_POSITIONS
+from harness.core.kinds.table.cases import LONG_POSITIONS
 from harness.report import fmt, markdown, pivots
 from harness.report.compare import Change, as_frame
 from harness.report.frontier import REFERENCE, Tradeoff

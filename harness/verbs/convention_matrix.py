@@ -29,11 +29,11 @@ import pandas as pd
 from harness.core import isolate
 from harness.core.checks import compare
 from harness.core.convert import to_numpy
-from harness.core.reference import reference
+from harness.core.kinds.table.reference import reference
 from harness.core.registry import Implementation
 from harness.core.selection import LIBRARY_PREFIX, select
-from harness.core.spec import LAYOUTS, Spec
-from harness.core.tolerance import tolerance
+from harness.core.kinds.table.spec import LAYOUTS, Spec
+from harness.core.kinds.table.tolerance import tolerance
 from harness.util import arguments, exitcodes, io, tables
 from harness.util.deadline import call_with_deadline
 from harness.verbs import family_conventions

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.core.registry import Implementation
 from harness.core.selection import select
-from harness.core.supports import Supports
+from harness.core.kinds.table.supports import Supports
 from harness.util import jsonout, tables
 
 HEADERS = ["name", "kind", "workload", "backend", "device", "conventions", "available"]

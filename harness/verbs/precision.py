@@ -28,11 +28,11 @@ import pandas as pd
 
 from harness.core import isolate
 from harness.core.convert import to_numpy
-from harness.core.reference import angles, reference
+from harness.core.kinds.table.reference import angles, reference
 from harness.core.registry import Implementation
 from harness.core.selection import select
-from harness.core.spec import Spec
-from harness.core.tolerance import eps
+from harness.core.kinds.table.spec import Spec
+from harness.core.kinds.table.tolerance import eps
 from harness.util import arguments, io, tables
 from harness.util.deadline import call_with_deadline
 from harness.verbs import precision_family

@@ -1,6 +1,6 @@
 """`python -m harness verify`: every available implementation against the reference.
 
-Runs the case matrix (harness.core.cases) through `checks.check`, writes
+Runs the case matrix (harness.core.kinds.table.cases) through `checks.check`, writes
 `verify.csv` and `verify.md` under --out after every implementation (an
 interrupted run keeps what it finished), prints a summary and exits 1 when
 anything fails or errors (a crash included: each backend's implementations
@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 
 from harness.core import isolate, kinds
-from harness.core.cases import LONG_POSITIONS
+from harness.core.kinds.table.cases import LONG_POSITIONS
 from harness.core.checks import VERDICTS, Check, check
 from harness.core.registry import Implementation
 from harness.core.selection import select
-from harness.core.spec import Spec
+from harness.core.kinds.table.spec import Spec
 from harness.util import arguments, exitcodes, io, jsonout, tables
 
 
@@ -145,7 +145,7 @@ def write_outputs(checks: Sequence[Check], out: Path) -> None:
 def _legend() -> str:
     return ("worst_err: largest |impl - float64 reference| over all cases; worst_ratio: largest "
             "error / per-element tolerance (> 1 fails); f32_err_long: worst float32 error on "
-            f"tables reaching {LONG_POSITIONS:,} positions. Tolerance: harness/core/tolerance.py.")
+            f"tables reaching {LONG_POSITIONS:,} positions. Tolerance: harness/core/kinds/table/tolerance.py.")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

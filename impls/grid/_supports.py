@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from harness.core.kinds.grid import GridSpec
-from harness.core.spec import DTYPES
+from harness.core.kinds.table.spec import DTYPES
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import math
 from dataclasses import replace
 
 from harness import Spec, Supports, register
-from harness.core.spec import DTYPES
+from harness.core.kinds.table.spec import DTYPES
 from ._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
 
 

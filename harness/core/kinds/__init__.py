@@ -1,9 +1,9 @@
 """Kinds of table: what every verb needs to know to judge one kind of positional encoding.
 
-A kind is one module under harness/core/kinds that builds one `Kind`: its spec type, its
+A kind is one package under harness/core/kinds that builds one `Kind`: its spec type, its
 float64 reference and per-element tolerance, verify's cases, its named conventions, how
 bench's axes (length x width x dtype) become a spec, and its workloads. The 1-D
-`[length, d_model]` table (kinds/table.py), the rotary cos/sin cache and its apply
+`[length, d_model]` table (kinds/table/), the rotary cos/sin cache and its apply
 (kinds/rotary/), the 2-D/3-D grids (kinds/grid/) and diffusion timestep embeddings
 (kinds/timestep/) are kinds. `checks.check`, `verify` and bench reach a kind only through
 `of(spec)` and `named(name)`, so a new kind needs no change to them; each implementation
@@ -187,12 +187,13 @@ def _field_names(spec_type: type) -> set[str]:
 
 
 def _register_builtin_kinds() -> None:
-    """Import every module of this package (the 1-D table first): each registers its kind, so
-    a new kind is one new module here and no edit elsewhere."""
+    """Import every package in this one (the 1-D table first): each registers its kind, so a
+    new kind is one new folder here and no edit elsewhere. Plain modules here hold what every
+    kind shares."""
     import importlib
     import pkgutil
 
-    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg and not m.name.startswith("_"))
     for name in sorted(names, key=lambda n: n != "table"):
         importlib.import_module(f"{__name__}.{name}")
 

@@ -17,8 +17,8 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from harness.core.kinds.rotary import RotarySpec
-from harness.core.spec import MAX_POSITION
-from harness.core.tolerance import C_FREQ, C_VALUE, eps
+from harness.core.kinds.table.spec import MAX_POSITION
+from harness.core.kinds.table.tolerance import C_FREQ, C_VALUE, eps
 from harness.identify.family.answer import C_SCALED, Answer, check, check_inv_freq, decide
 from harness.identify.family.rope_laws import readings
 from harness.identify.offset import find_offsets

@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from harness.core.conventions import CONVENTIONS as TABLE_CONVENTIONS
+from harness.core.kinds.table.conventions import CONVENTIONS as TABLE_CONVENTIONS
 from harness.core.kinds.grid import CONVENTIONS as GRID_CONVENTIONS
 from harness.core.kinds.grid import GridSpec
 from harness.core.kinds.rotary import RotarySpec
-from harness.core.spec import Spec
+from harness.core.kinds.table.spec import Spec
 
 POSITIONAL = re.compile(r"(^|\.)(embed_positions|position_embeddings?|positional_embeddings?|"
                         r"pos_embed(dings?)?|decoder_pos_embed|pos_emb|wpe)(\.weights?)?$")
@@ -96,7 +96,7 @@ def describe(spec: Any, label: str = "") -> str:
 
 
 def _convention(spec: Any) -> str:
-    """The named convention (harness.core.conventions, the grid kind's) this spec is, if any."""
+    """The named convention (harness.core.kinds.table.conventions, the grid kind's) this spec is, if any."""
     if isinstance(spec, Spec):
         found = {n: Spec(spec.length, spec.d_model, dtype=spec.dtype, odd=spec.odd, **f)
                  for n, f in TABLE_CONVENTIONS.items()}

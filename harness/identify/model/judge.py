@@ -19,8 +19,8 @@ from typing import Any, Optional
 import numpy as np
 
 from harness.core import kinds
-from harness.core.conventions import CONVENTIONS
-from harness.core.spec import Spec
+from harness.core.kinds.table.conventions import CONVENTIONS
+from harness.core.kinds.table.spec import Spec
 from harness.identify.family import grid as grid_search
 from harness.identify.family import rotary as rotary_search
 from harness.identify.family.answer import check, check_inv_freq

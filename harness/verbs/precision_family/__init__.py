@@ -22,7 +22,7 @@ from typing import Sequence
 import pandas as pd
 
 from harness.core.isolate import ROOT, HarnessFailure, describe_exit, resolve
-from harness.core.tolerance import eps
+from harness.core.kinds.table.tolerance import eps
 from harness.verbs.precision_family import plots, sections, verdicts
 from harness.verbs.precision_family.common import Point, single_thread
 from harness.verbs.precision_family.studies import KINDS, STUDIES, of_kind

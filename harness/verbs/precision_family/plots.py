@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.core.tolerance import eps
+from harness.core.kinds.table.tolerance import eps
 from harness.verbs.precision_family.common import DTYPES
 from harness.verbs.precision_family.studies import KINDS, of_kind
 from harness.verbs.precision_family.verdicts import GOOD_ULPS

@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 
-from harness.core.tolerance import eps
+from harness.core.kinds.table.tolerance import eps
 from harness.util import tables
 from harness.verbs.precision_family import verdicts
 from harness.verbs.precision_family.studies import KINDS, Study, of_kind

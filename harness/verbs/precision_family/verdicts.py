@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.core.tolerance import eps
+from harness.core.kinds.table.tolerance import eps
 
 GOOD_ULPS = 4
 WRONG = 1e-2

@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.core.kinds.grid import plan
 from harness.core.kinds.grid.spec import GridSpec
-from harness.core.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps
+from harness.core.kinds.table.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps
 
 #: Computing a position ((i + start), a division by n or by a scale, 2 pi) rounds a few more
 #: times than the 1-D table's integer position: a few eps of relative angle error more.
@@ -31,7 +31,7 @@ def reference(spec: GridSpec) -> np.ndarray:
 
 def tolerance(spec: GridSpec) -> np.ndarray:
     """Per-element allowed |error|: eps * (C_VALUE + |theta| * (C_ANGLE + C_POSITION +
-    C_FREQ |ln inv_freq_k|)), as harness/core/tolerance.py argues for the 1-D table."""
+    C_FREQ |ln inv_freq_k|)), as harness/core/kinds/table/tolerance.py argues for the 1-D table."""
     out = np.full((spec.rows, spec.d_model), eps(spec.dtype) * C_VALUE)
     cells = out[spec.extra:].reshape(*spec.grid, spec.d_model)
     for columns in plan.column_plan(spec):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 from harness.core.record import SpecRecord
-from harness.core.spec import DTYPES, MAX_ANGLE
+from harness.core.kinds.table.spec import DTYPES, MAX_ANGLE
 from harness.util import memory
 
 #: How an axis's sin/cos columns are placed: per axis sin block | cos block (MAE, diffusers),

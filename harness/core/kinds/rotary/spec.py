@@ -18,7 +18,7 @@ import numpy as np
 
 from harness.core.kinds.rotary import scaling
 from harness.core.record import SpecRecord
-from harness.core.spec import DTYPES, MAX_ANGLE, MAX_POSITION
+from harness.core.kinds.table.spec import DTYPES, MAX_ANGLE, MAX_POSITION
 from harness.util import memory
 
 LAYOUTS = ("half", "interleaved")

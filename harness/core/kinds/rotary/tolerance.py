@@ -17,7 +17,7 @@ import numpy as np
 
 from harness.core.kinds.rotary.reference import column_freq, partner, positions
 from harness.core.kinds.rotary.spec import RotarySpec
-from harness.core.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps
+from harness.core.kinds.table.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps
 
 #: Extra relative angle error, in eps, of a scaled rope_type's blend, smoothing or base rescale.
 C_SCALED = 4.0

@@ -4,7 +4,7 @@ The reference is deliberately plain: frequencies and angles in float64, NumPy's 
 (correctly range-reduced), the two blocks written into their columns. tests/timestep_oracle.py
 checks it at 50 digits with code it shares nothing with.
 
-The tolerance is the 1-D table's (harness.core.tolerance), with one difference: the angle
+The tolerance is the 1-D table's (harness.core.kinds.table.tolerance), with one difference: the angle
 term uses the eps of the precision the angle is computed in, which for float16 and bfloat16
 output is float32. Every library computes a half-precision model's embedding in float32 and
 rounds it once (diffusers' `.float()`, guided-diffusion's `timesteps.float()`): a timestep
@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from harness.core.kinds.timestep.spec import TimestepSpec
-from harness.core.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps
+from harness.core.kinds.table.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps
 
 #: The precision a half-precision embedding's angles are computed in.
 HALF_DTYPES = ("float16", "bfloat16")

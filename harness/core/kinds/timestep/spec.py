@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Iterable, Mapping
 
 from harness.core.record import SpecRecord
-from harness.core.spec import DTYPES, MAX_ANGLE
+from harness.core.kinds.table.spec import DTYPES, MAX_ANGLE
 from harness.util import memory
 
 

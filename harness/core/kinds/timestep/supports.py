@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from harness.core.kinds.timestep.spec import TimestepSpec
-from harness.core.spec import DTYPES
+from harness.core.kinds.table.spec import DTYPES
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
 """The 1-D sinusoidal table `[length, d_model]`: the Spec, its reference, tolerance and cases.
 
-The pieces live in harness/core (spec.py, reference.py, tolerance.py, cases.py) because
-identify, precision and the fast implementations' tests use them directly; this module
-is what makes them a kind, with two workloads: the table itself, and `forward`, which
+Its pieces sit beside this module (spec, reference, tolerance, cases, conventions,
+supports) as every kind's do; this module makes them a kind, with two workloads: the table itself, and `forward`, which
 adds it to a batch of activations `x` (`[batch, length, d_model]`) and returns `x + PE`.
 """
 
@@ -10,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.cases import default_cases
-from harness.core.conventions import CONVENTIONS
+from harness.core.kinds.table.cases import default_cases
+from harness.core.kinds.table.conventions import CONVENTIONS
 from harness.core.kinds import Kind, Workload, add
-from harness.core.reference import reference
-from harness.core.spec import Spec
-from harness.core.tolerance import eps, tolerance
+from harness.core.kinds.table.reference import reference
+from harness.core.kinds.table.spec import Spec
+from harness.core.kinds.table.tolerance import eps, tolerance
 
 #: The batch of x that verify's forward cases use.
 FORWARD_BATCH = 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from harness.core.spec import DTYPES, Spec
+from harness.core.kinds.table.spec import DTYPES, Spec
 
 #: A case reaching this many positions is "long": the report quotes accuracy out there.
 LONG_POSITIONS = 100_000

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.reference import column_plan, inv_freq, positions
-from harness.core.spec import Spec
+from harness.core.kinds.table.reference import column_plan, inv_freq, positions
+from harness.core.kinds.table.spec import Spec
 
 C_VALUE = 4.0
 C_ANGLE = 4.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from harness.core.spec import LAYOUTS, Spec
+from harness.core.kinds.table.spec import LAYOUTS, Spec
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.core.spec import Spec
+from harness.core.kinds.table.spec import Spec
 
 
 @dataclass(frozen=True)
