@@ -10,10 +10,11 @@ import pytest
 from harness.backends import host
 from harness.bench import budget, peak
 from harness.bench.cells import Cell, Outcome, choose_convention, row
-from harness.bench.grid import Grid, choose, plan
+from harness.bench.grid import Grid, plan
 from harness.bench.settings import Limits, Timing
 from harness.bench.supervisor import describe_exit
 from harness.core.registry import Registry
+from harness.core.selection import select
 from harness.core.supports import Supports
 from harness.runs import journal, results
 
@@ -35,7 +36,8 @@ def registry() -> Registry:
     table = lambda spec: (lambda: np.zeros((spec.length, spec.d_model)))  # noqa: E731
     reg.register(name="fast", backend="numpy")(table)
     reg.register(name="loops", backend="python")(table)
-    reg.register(name="lib-fairseq", backend="numpy")(table)
+    reg.register(name="lib-fairseq", backend="numpy", reference=True)(table)
+    reg.register(name="lib-plugin", backend="numpy")(table)      # a plugin's name, not a reference
     reg.register(name="concat-only", backend="numpy",
                  supports=Supports(layouts=("concat",), freq_shifts=(1,)))(table)
     reg.register(name="f64-only", backend="numpy", supports=Supports(dtypes=("float64",)))(table)
@@ -45,10 +47,19 @@ def registry() -> Registry:
 
 # -- planning -------------------------------------------------------------------
 
-def test_library_conventions_are_timed_only_when_asked_for():
+def test_references_are_timed_only_when_asked_for_and_a_name_decides_nothing():
     impls = registry().all()
-    assert "lib-fairseq" not in [i.name for i in choose(impls, ())]
-    assert [i.name for i in choose(impls, ("lib-*",))] == ["lib-fairseq"]
+    timed = [i.name for i in select(impls, (), timing=True)]
+    assert "lib-fairseq" not in timed and "lib-plugin" in timed
+    assert "lib-fairseq" in [i.name for i in select(impls, ())]      # verify checks it
+    assert [i.name for i in select(impls, ("lib-*",), timing=True)] == ["lib-fairseq", "lib-plugin"]
+
+
+def test_the_built_in_library_conventions_are_references():
+    from harness import implementations
+
+    lib = [i for i in implementations(()) if i.origin.endswith("library_conventions")]
+    assert lib and all(i.reference for i in lib)
 
 
 def test_plan_caps_sizes_pins_python_to_one_thread_and_explains_the_rest():

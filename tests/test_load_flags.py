@@ -103,6 +103,20 @@ def test_the_issue_case_is_flagged_by_the_thread_rule_and_load_by_the_load_rule(
     assert flags[cell(threads=1).key] == ""
 
 
+def test_a_sibling_and_a_roof_are_the_same_cell_in_every_axis_heads_included():
+    """The 1-thread sibling and the roof of a rotary apply over 8 heads are those over 8 heads,
+    not the 4-head cells beside them (harness.runs.identity)."""
+    def apply(impl: str, threads: int, heads: int, roof: bool = False) -> Cell:
+        return Cell(impl, "numpy", "cpu", "apply", "neox", 256, 64, "float32", threads,
+                    batch=2, is_roof=roof, heads=heads, kind="rotary")
+
+    rows = [ok(apply("a", 1, 8), 2e-5), ok(apply("a", 1, 4), 1e-6), ok(apply("a", 2, 8), 1e-5),
+            ok(apply("fill", 1, 4, roof=True), 1e-6), ok(apply("fill", 1, 8, roof=True), 1e-5)]
+    df = frame(rows).set_index("key")
+    assert df.loc[apply("a", 2, 8).key, "flags"] == ""        # 0.5x its 8-head sibling, not 10x
+    assert df.loc[apply("a", 1, 8).key, "roof_ratio"] == pytest.approx(2.0)
+
+
 def test_a_flagged_roof_is_no_yardstick():
     rows = [ok(cell("impl", threads=2), 4e-3),
             ok(cell("roof-a", threads=2, is_roof=True), 1e-3, others=1.5),   # under load

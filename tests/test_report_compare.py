@@ -207,3 +207,18 @@ def test_unreadable_base_fails_the_comparison(tmp_path, capsys, damage, message)
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and str(base) in err
     assert err.count("\n") == 1
+
+
+def test_runs_with_different_heads_are_not_paired(tmp_path, capsys):
+    """A rotary apply over 8 heads writes twice the bytes of one over 4: not the same cell."""
+    def rows(heads: int, factor: float) -> list[dict]:
+        out = bench_rows(run_id=f"run-h{heads}", **SMALL)
+        for row in out:
+            row.update(heads=heads, median_s=row["median_s"] * factor)
+        return out
+
+    base = write_run(tmp_path, "run-base", bench=rows(4, 1.0))
+    new = write_run(tmp_path, "run-new", bench=rows(8, 2.0))
+    assert changes(load_run(new).bench, load_run(base).bench) == []
+    assert main(["report", str(new), "--compare", str(base), "--fail-slower", "20"]) == 2
+    assert "share no cell" in capsys.readouterr().err

@@ -14,11 +14,11 @@ from typing import Any, Optional
 from harness.core import kinds
 from harness.core.record import ITEMSIZE
 from harness.core.registry import Implementation
+from harness.runs.identity import FIELDS, CellKey
 
 #: ok: timed; invalid: ran, but its result is not a valid table or its callable is a lookup
 #: (harness.bench.validity), so it was not timed; error, timeout: it failed or hung; skip: not run.
 STATUSES = ("ok", "invalid", "error", "timeout", "skip")
-
 
 
 @dataclass(frozen=True)
@@ -41,14 +41,14 @@ class Cell:
     kind: str = "table"     # the kind of table (harness.core.kinds); its workload says which
 
     @property
+    def identity(self) -> CellKey:
+        """What makes this cell the same in the journal, the flags, the roofs and the report."""
+        return CellKey(**{name: getattr(self, name) for name in FIELDS})
+
+    @property
     def key(self) -> str:
         """Stable identity in the journal and for --resume (the convention follows from impl)."""
-        batch = ""
-        if self.work.batched:
-            batch = f"-b{self.batch}" + (f"h{self.heads}" if self.heads != 1 else "")
-        mode = f":{self.mode}" if self.mode else ""
-        return (f"{self.impl}:{self.workload}:{self.device}:{self.length}x{self.d_model}{batch}"
-                f":{self.dtype}:{self.threads}t{mode}")
+        return self.identity.text(self.work.batched)
 
     @property
     def work(self) -> kinds.Workload:

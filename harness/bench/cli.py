@@ -18,8 +18,9 @@ import sys
 from collections import Counter
 
 from harness.bench import options, post, sweep
-from harness.bench.grid import choose, plan
+from harness.bench.grid import plan
 from harness.core.registry import Implementation
+from harness.core.selection import select
 from harness.runs.results import FILENAME as CSV
 from harness.util import exitcodes
 
@@ -30,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     opts = options.parse(args)
-    chosen = choose(impls, opts.only)
+    chosen = select(impls, opts.only, timing=True)
     if not chosen:
         raise ValueError(f"--only {' '.join(opts.only)}: no implementation matches "
                          "(see `python -m harness list`)")

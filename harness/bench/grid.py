@@ -13,8 +13,7 @@ slower still is left to the budgets (`budget`).
 
 from __future__ import annotations
 
-import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 from harness import backends
@@ -23,6 +22,7 @@ from harness.bench.modes import MODES, QUICK_MODES, modes_for
 from harness.bench.roofs import roofs_for
 from harness.core import kinds
 from harness.core.registry import Implementation
+from harness.runs.identity import CellKey
 
 _TABLE = kinds.named("table")
 DEFAULT_LENGTHS, DEFAULT_D_MODELS = _TABLE.bench_sizes
@@ -32,8 +32,6 @@ DEFAULT_MAX_ELEMENTS = 1 << 24          # 16 Mi elements: 64 MiB float32 (8192 x
 BATCHED_ELEMENTS = 4
 DEFAULT_HEADS = 4
 DEVICE_DTYPES = ("float32", "float16", "bfloat16")
-#: Library-convention implementations are correctness references: timed only when --only asks.
-REFERENCE_ONLY = "lib-*"
 
 
 @dataclass(frozen=True)
@@ -87,13 +85,6 @@ class Plan:
     unavailable: dict[str, str] = field(default_factory=dict)
 
 
-def choose(impls: Iterable[Implementation], only: Sequence[str]) -> list[Implementation]:
-    """Implementations matching --only; without it, all but the library-convention references."""
-    if only:
-        return [i for i in impls if any(fnmatch.fnmatch(i.name, g) for g in only)]
-    return [i for i in impls if not fnmatch.fnmatch(i.name, REFERENCE_ONLY)]
-
-
 def plan(impls: Iterable[Implementation], grid: Grid) -> Plan:
     """Every implementation's cells, then the roof cells for every distinct output they produce."""
     cells: list[Cell] = []
@@ -144,21 +135,21 @@ def _roof_cells(cells: Sequence[Cell]) -> Iterable[Cell]:
     An output is a result shape: conventions of a kind that write different shapes (a grid with
     cls rows) get roofs of their own, in their convention."""
     timed = {"numpy"} | {c.backend for c in cells}
-    outputs: dict[tuple, str] = {}
+    outputs: dict[tuple[CellKey, str, tuple[int, ...]], str] = {}
     for c in cells:
-        key = (c.workload, c.device, c.length, c.d_model, c.dtype, c.threads, c.batch, c.mode,
-               c.heads, c.kind, c.shape)
-        outputs.setdefault(key, c.convention)
+        outputs.setdefault((replace(c.identity, impl=""), c.kind, c.shape), c.convention)
     for key in sorted(outputs, key=str):
-        workload, device, length, d_model, dtype, threads, batch, mode, heads, kind, _ = key
-        for roof in roofs_for(workload, device):
-            if device == "cpu" and roof.backend not in timed:
+        out, kind = key[0], key[1]
+        for roof in roofs_for(out.workload, out.device):
+            if out.device == "cpu" and roof.backend not in timed:
                 continue
-            if mode not in modes_for(roof.backend, device):
+            if out.mode not in modes_for(roof.backend, out.device):
                 continue
             convention = outputs[key]
-            if roof.supports(kinds.named(kind).bench_spec(length, d_model, dtype, convention)):
-                convention, _ = choose_convention(roof, length, d_model, dtype)
+            if roof.supports(kinds.named(kind).bench_spec(out.length, out.d_model, out.dtype,
+                                                          convention)):
+                convention, _ = choose_convention(roof, out.length, out.d_model, out.dtype)
             if convention is not None:
-                yield Cell(roof.name, roof.backend, device, workload, convention, length, d_model,
-                           dtype, threads, batch, is_roof=True, mode=mode, heads=heads, kind=kind)
+                yield Cell(roof.name, roof.backend, out.device, out.workload, convention,
+                           out.length, out.d_model, out.dtype, out.threads, out.batch,
+                           is_roof=True, mode=out.mode, heads=out.heads, kind=kind)

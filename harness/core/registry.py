@@ -44,6 +44,9 @@ class Implementation:
     requires: tuple[str, ...] = ()          # modules beyond what its backend needs
     #: the distribution whose own code runs (e.g. "transformers"); None for the project's own
     library: Optional[str] = None
+    #: a correctness reference (a library's convention re-derived): a sweep times it only
+    #: when --only names it (harness.core.selection)
+    reference: bool = False
     check: Optional[Callable[[], Optional[str]]] = None
     origin: str = ""
     doc: str = ""
@@ -134,6 +137,7 @@ class Registry:
         requires: Iterable[str] | None = None,
         check: Optional[Callable[[], Optional[str]]] = None,
         library: Optional[str] = None,
+        reference: bool = False,
     ) -> Callable[[Factory], Factory]:
         """Decorator for a factory; returns the factory unchanged so it stays testable. The kind
         follows from the workload (names are unique across kinds) unless given."""
@@ -144,7 +148,7 @@ class Registry:
                 name=name, backend=backend, device=device, build=build,
                 supports_fn=supports if supports is not None else _default_supports(kind),
                 workload=workload, kind=kind,
-                requires=tuple(requires or ()), library=library,
+                requires=tuple(requires or ()), library=library, reference=reference,
                 check=check, origin=getattr(build, "__module__", "?"),
                 doc=(build.__doc__ or "").strip().split("\n")[0],
             ))

@@ -16,7 +16,6 @@ import math
 from typing import Any, Sequence
 
 from harness.core.registry import Implementation
-from harness.core.selection import LIBRARY_PREFIX
 from harness.core.kinds.table.spec import SPEC_FIELDS, Spec
 from harness.identify import family
 from harness.identify.check import Candidate
@@ -106,7 +105,7 @@ def libraries_for(spec: Spec, impls: Sequence[Implementation]) -> list[Implement
     """The registered library conventions that produce `spec`'s table (any dtype they offer)."""
     out = []
     for impl in impls:
-        if not impl.name.startswith(LIBRARY_PREFIX):
+        if not impl.reference:
             continue
         dtypes = [spec.dtype, "float32", "float64"]
         if any(impl.supports(spec.replace(dtype=d)) is None for d in dtypes):

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from harness.report import fmt
-from harness.report.load import CELL
 from harness.report.measures import timed
 from harness.runs.flags import flagged
+from harness.runs.identity import FIELDS as CELL
 from harness.util import units
 
 
@@ -40,6 +40,7 @@ class Change:
     new_s: float
     base_iqr_s: float
     new_iqr_s: float
+    heads: int = 1
 
     @property
     def pct(self) -> float:
@@ -58,7 +59,8 @@ class Change:
         return self.new_s - self.base_s > max(pct / 100.0 * self.base_s, self.spread_s)
 
     def describe(self) -> str:
-        return (f"{self.workload} {self.impl} {self.length}x{self.d_model} {self.dtype} "
+        heads = f" {self.heads} heads" if self.heads != 1 else ""
+        return (f"{self.workload} {self.impl} {self.length}x{self.d_model}{heads} {self.dtype} "
                 f"{fmt.threads(self.threads)}: {units.seconds(self.base_s)} -> {units.seconds(self.new_s)} "
                 f"({fmt.pct(self.pct)}, spread {units.seconds(self.spread_s)})")
 
@@ -74,7 +76,7 @@ def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
     both = ok(new).merge(ok(base), on=key, suffixes=("_new", "_base"))
     return [Change(r.workload, r.impl, r.device, int(r.length), int(r.d_model), r.dtype,
                    int(r.threads), int(r.batch), float(r.median_s_base), float(r.median_s_new),
-                   float(r.iqr_s_base), float(r.iqr_s_new))
+                   float(r.iqr_s_base), float(r.iqr_s_new), int(r.heads))
             for r in both.itertuples()]
 
 

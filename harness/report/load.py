@@ -29,11 +29,6 @@ OPTIONAL: Mapping[str, Any] = {
 #: The one timing mode of device cells that the CPU-shaped sections show (what a user sees:
 #: call + sync); every mode is in `Run.device` for the GPU section (harness.bench.modes).
 PRIMARY_MODES = ("", "sync")
-#: What identifies one timed cell of a run (the same cell in another run is comparable).
-CELL = ("workload", "impl", "device", "length", "d_model", "dtype", "threads", "batch", "mode")
-#: What identifies one cell across implementations (for speedups; device deliberately excluded,
-#: so a GPU implementation is compared with the CPU baseline on the same task).
-TASK = ("workload", "length", "d_model", "dtype", "threads", "batch")
 
 
 @dataclass(frozen=True, eq=False)

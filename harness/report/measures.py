@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from harness.report.load import TASK
+from harness.runs.identity import TASK
 from harness.util import units
 
 #: The default baseline of each workload: the seed NumPy table and the NumPy `x + PE`; for the

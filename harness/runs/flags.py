@@ -20,12 +20,12 @@ from typing import Any, Mapping, Optional
 
 import pandas as pd
 
+from harness.runs.identity import SIBLING
+
 #: Cores other processes may keep busy beyond those the cell leaves free before it is flagged.
 LOAD_MARGIN = 0.5
 #: An N-thread median this many times its 1-thread median is flagged.
 THREAD_SLOWDOWN = 4.0
-#: What identifies a cell apart from its thread count (the 1-thread sibling of an N-thread cell).
-SIBLING = ("workload", "impl", "device", "length", "d_model", "dtype", "batch", "mode")
 EXCLUDED = "kept out of recommendations and compare verdicts"
 #: The reason of an `invalid` row whose callable keeps its table (harness.bench.validity).
 LOOKUP = "a lookup, not a table build"

@@ -19,12 +19,13 @@ from typing import Any, Sequence
 import pandas as pd
 
 from harness.runs import flags as flag_rules
+from harness.runs.identity import OUTPUT
 from harness.util import io
 
 FILENAME = "bench.csv"
 #: A roof stands beside the cells that write the same bytes in the same way (bytes_out tells a
 #: grid's cls rows and a rotary apply's heads apart).
-ROOF_KEYS = ["workload", "length", "d_model", "dtype", "threads", "device", "batch", "mode", "bytes_out"]
+ROOF_KEYS = [*OUTPUT, "bytes_out"]
 COLUMNS = [
     "run_id", "machine", "impl", "backend", "device", "kind", "workload", "convention", "length",
     "d_model", "dtype", "threads", "batch", "heads", "mode", "median_s", "iqr_s", "min_s", "mean_s",

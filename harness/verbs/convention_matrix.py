@@ -31,7 +31,7 @@ from harness.core.checks import compare
 from harness.core.convert import to_numpy
 from harness.core.kinds.table.reference import reference
 from harness.core.registry import Implementation
-from harness.core.selection import LIBRARY_PREFIX, select
+from harness.core.selection import select
 from harness.core.kinds.table.spec import LAYOUTS, Spec
 from harness.core.kinds.table.tolerance import tolerance
 from harness.util import arguments, exitcodes, io, tables
@@ -198,7 +198,8 @@ def cells_frame(cells: Sequence[MatrixCell], grid: Sequence[Probe],
 
 
 def markdown(grid: Sequence[Probe], cells: Sequence[MatrixCell], classes: dict[tuple[str, str], str],
-             dist: pd.DataFrame) -> str:
+             dist: pd.DataFrame, libraries: frozenset[str] = frozenset()) -> str:
+    """conventions.md; `libraries`: the names of the library conventions (references)."""
     names = list(dict.fromkeys(c.impl for c in cells))
     groups = equivalence_classes(names, grid, classes)
     lines = ["# Conventions", "",
@@ -210,8 +211,8 @@ def markdown(grid: Sequence[Probe], cells: Sequence[MatrixCell], classes: dict[t
         producers = [n for n in names if classes.get((n, p.label)) == "="]
         wrong = [f"{n} ({classes[(n, p.label)]})" for n in names
                  if classes.get((n, p.label), "=") != "="]
-        libs = [n for n in producers if n.startswith(LIBRARY_PREFIX)]
-        others = [n for n in producers if not n.startswith(LIBRARY_PREFIX)]
+        libs = [n for n in producers if n in libraries]
+        others = [n for n in producers if n not in libraries]
         rows.append([p.label, ", ".join(libs) or "-", len(others), ", ".join(wrong) or "-"])
     lines.append(tables.markdown(["convention", "libraries", "other implementations",
                                   "differ from the reference"], rows))
@@ -260,7 +261,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         dist = distances(grid)
         io.write_csv(out / "conventions.csv", cells_frame(cells, grid, classes))
         io.write_csv(out / "convention_distances.csv", dist)
-        text = markdown(grid, cells, classes, dist)
+        text = markdown(grid, cells, classes, dist, frozenset(i.name for i in chosen if i.reference))
         differs = {c.impl for c in cells if c.status in ("differs", "error")}
     if family:
         rows = family_conventions.run(family, timeout_s, isolation)

@@ -18,6 +18,7 @@ offset cheap.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -237,6 +238,9 @@ def pytorch_tutorial_encoding(positions: np.ndarray, d_model: int,
 
 
 # -- registered: each maps a Spec onto the library's parameters ---------------------
+
+#: Correctness references, not candidates: a sweep times them only when --only names them.
+register = functools.partial(register, reference=True)
 
 #: The libraries compute in float32 (XLM and Marian in float64, then cast to float32);
 #: keras-hub follows the layer's compute dtype (float16 under mixed precision).
