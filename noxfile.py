@@ -1,4 +1,5 @@
-"""nox sessions: `nox -s tests`, `nox -s verify`, `nox -s bench`, `nox -s report`, `nox -s libraries`.
+"""nox sessions: `nox -s tests`, `nox -s verify`, `nox -s bench`, `nox -s report`, `nox -s libraries`,
+`nox -s triton`.
 
 All sessions share one environment, `.nox/stack` (about 3 GB: torch, TensorFlow,
 JAX, Numba), so the stack is installed once, not once per session. It is built
@@ -23,12 +24,17 @@ STACK = ROOT / ".nox" / "stack"
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
+def pins_digest() -> str:
+    """What an installed environment depends on: the requirements and their pins."""
+    return hashlib.sha256(
+        b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "constraints.txt"))
+    ).hexdigest()
+
+
 def stack_python(session: nox.Session) -> str:
     """The shared environment's python, with `.[all,test]` installed under the constraints."""
     python = STACK / "bin" / "python"
-    digest = hashlib.sha256(
-        b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "constraints.txt"))
-    ).hexdigest()
+    digest = pins_digest()
     marker = STACK / ".pe-harness-stack"
     if marker.exists() and marker.read_text() == digest and python.exists():
         session.log(f"stack already installed in {STACK} (shared by every session)")
@@ -86,9 +92,7 @@ LIBRARY_IMPLS = ("transformers-*", "diffusers-*", "positional-encodings-*", "whi
 def libraries_python(session: nox.Session) -> str:
     """The shared stack with the `libraries` extra too, reinstalled when the pins change."""
     python = stack_python(session)
-    digest = hashlib.sha256(
-        b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "constraints.txt"))
-    ).hexdigest()
+    digest = pins_digest()
     marker = STACK / ".pe-harness-libraries"
     if marker.exists() and marker.read_text() == digest:
         session.log("libraries already installed in the stack")
@@ -114,3 +118,41 @@ def libraries(session: nox.Session) -> None:
                     "--no-post", external=True, env=QUIET_TF)
     session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_libraries.py",
                 "tests/test_libraries_pinned.py", *session.posargs, external=True, env=QUIET_TF)
+
+
+#: Beside the stack, not in it: triton and the Triton kernel libraries, installed --no-deps into a
+#: folder on the path of `nox -s triton` alone (the stack's torch and tests never see them).
+TRITON_SITE = ROOT / ".nox" / "triton-site"
+TRITON_PACKAGES = ("triton",)
+#: Every Triton kernel of the project (docs/gpu.md).
+TRITON_IMPLS = ("triton-*",)
+TRITON_TESTS = ("tests/test_triton_rotary.py",)
+
+
+def triton_python(session: nox.Session) -> str:
+    """The stack's python, with TRITON_SITE (reinstalled when the pins change) to go on its path."""
+    python = stack_python(session)
+    digest = pins_digest()
+    marker = TRITON_SITE / ".pe-harness-triton"
+    if marker.exists() and marker.read_text() == digest:
+        session.log(f"triton and the kernel libraries already installed in {TRITON_SITE}")
+        return python
+    shutil.rmtree(TRITON_SITE, ignore_errors=True)
+    session.run(python, "-m", "pip", "install", "--quiet", "--no-deps", "-c", "constraints.txt",
+                "--target", str(TRITON_SITE), *TRITON_PACKAGES, external=True)
+    marker.write_text(digest)
+    return python
+
+
+@nox.session(venv_backend="none")
+def triton(session: nox.Session) -> None:
+    """Every Triton kernel through verify --quick and its tests on the CPU, in Triton's
+    interpreter (TRITON_INTERPRET=1); what needs a GPU skips with the reason."""
+    python = triton_python(session)
+    env = {**QUIET_TF, "TRITON_INTERPRET": "1", "PYTHONPATH": str(TRITON_SITE)}
+    only = [arg for pattern in TRITON_IMPLS for arg in ("--only", pattern)]
+    with tempfile.TemporaryDirectory(prefix="pe-triton-") as out:
+        session.run(python, "-m", "harness", "verify", "--quick", *only, "--out", out,
+                    external=True, env=env)
+    session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TRITON_TESTS,
+                *session.posargs, external=True, env=env)

@@ -1,9 +1,9 @@
 """The Triton rotary kernels (impls/rotary/triton.py) against the kind's float64 references.
 
 Where they run: on the CPU under Triton's interpreter when TRITON_INTERPRET=1 (how a machine
-without a GPU checks the kernels' logic), else on a CUDA device; skipped without triton (the
-project does not install it) or without either. Run here with e.g.
-`PYTHONPATH=/tmp/tritonlib TRITON_INTERPRET=1 python -m pytest tests/test_triton_rotary.py`.
+without a GPU checks the kernels' logic: `nox -s triton` installs triton beside the stack and
+runs this file so), else on a CUDA device; skipped without triton (the stack does not install
+it) or without either.
 The interpreter is slow and not the compiler: a GPU run must still verify the registered
 implementations (its float scalars, libm and FMA contraction are the compiler's).
 """
@@ -37,7 +37,7 @@ def _device() -> str | None:
 
 DEVICE = _device()
 needs_triton = pytest.mark.skipif(
-    DEVICE is None, reason="needs triton (not a project dependency) and either TRITON_INTERPRET=1 "
+    DEVICE is None, reason="needs triton (`nox -s triton` installs it beside the stack) and either TRITON_INTERPRET=1 "
     "(its CPU interpreter) or a CUDA device")
 
 #: Small specs over the edges: both layouts, partial rotary (a tail), offsets, scaled rope_types
@@ -75,7 +75,7 @@ def _worst(got: np.ndarray, expected: np.ndarray, allowed: np.ndarray) -> float:
 
 
 def _constants(spec: RotarySpec):
-    from harness.impls import triton_rotary
+    from harness.impls.rotary import triton as triton_rotary
 
     return triton_rotary.constants(spec, DEVICE)
 
@@ -85,7 +85,7 @@ def _constants(spec: RotarySpec):
 def test_cache_within_tolerance(name):
     import torch
 
-    from harness.impls import triton_rotary
+    from harness.impls.rotary import triton as triton_rotary
 
     spec = SPECS[name]
     dtype = getattr(torch, spec.dtype)
@@ -111,7 +111,7 @@ APPLY_CASES = [(name, 2, 3, None) for name in sorted(SPECS) if name != "wide-hal
 def test_apply_within_tolerance(name, batch, heads, min_programs):
     import torch
 
-    from harness.impls import triton_rotary
+    from harness.impls.rotary import triton as triton_rotary
 
     spec = SPECS[name]
     dtype = getattr(torch, spec.dtype)
@@ -131,12 +131,13 @@ def test_apply_within_tolerance(name, batch, heads, min_programs):
     np.testing.assert_array_equal(tail, np.stack([_float64(qx), _float64(kx)])[..., spec.rot:])
 
 
-def test_registered_for_cuda_and_unavailable_with_a_reason_without_one():
-    """Importing impls never needs triton; without triton or a GPU each says why it cannot run."""
+def test_registered_for_cuda_or_the_interpreter_and_unavailable_with_a_reason_elsewhere():
+    """Importing impls never needs triton; they register for the CPU under the interpreter, else
+    for CUDA, and without triton or a GPU each says why it cannot run."""
     impls = {i.name: i for i in implementations()}
     for name in NAMES:
         impl = impls[name]
-        assert (impl.backend, impl.device) == ("triton", "cuda")
+        assert (impl.backend, impl.device) == ("triton", "cpu" if INTERPRET else "cuda")
         assert impl.supports(RotarySpec(8, 16, dtype="bfloat16", layout="interleaved")) is None
-        if DEVICE != "cuda":
+        if DEVICE is None:
             assert impl.unavailable_reason()

@@ -22,6 +22,7 @@ import functools
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 
+from .._triton_device import DEVICE
 from ._supports import EVERY_SPEC
 
 #: Elements of a program's (positions x frequencies) tile: enough work per program to hide the
@@ -93,26 +94,26 @@ def apply_launcher(spec: RotarySpec, slices: int, seq: int, positions, inv_freq,
     return launch
 
 
-@register(name="triton-rotary-cache", backend="triton", device="cuda", workload="cache",
+@register(name="triton-rotary-cache", backend="triton", device=DEVICE, workload="cache",
           supports=EVERY_SPEC)
 def build_triton_rotary_cache(spec: RotarySpec):
     """One Triton kernel: float64 angle mod 2 pi, one float32 cos/sin per (position, frequency),
     written to both its columns."""
     import torch
 
-    launch = cache_launcher(spec, *constants(spec, "cuda"))
+    launch = cache_launcher(spec, *constants(spec, DEVICE))
     dtype, shape = getattr(torch, spec.dtype), (spec.length, spec.rot)
 
     def cache():
-        cos = torch.empty(shape, dtype=dtype, device="cuda")
-        sin = torch.empty(shape, dtype=dtype, device="cuda")
+        cos = torch.empty(shape, dtype=dtype, device=DEVICE)
+        sin = torch.empty(shape, dtype=dtype, device=DEVICE)
         launch(cos, sin)
         return cos, sin
 
     return cache
 
 
-@register(name="triton-rotary-apply-fused", backend="triton", device="cuda", workload="apply",
+@register(name="triton-rotary-apply-fused", backend="triton", device=DEVICE, workload="apply",
           supports=EVERY_SPEC)
 def build_triton_rotary_apply_fused(spec: RotarySpec, q, k, positions):
     """One Triton kernel, no cache: each block's cos/sin once in registers (float64 angle), then
@@ -121,10 +122,10 @@ def build_triton_rotary_apply_fused(spec: RotarySpec, q, k, positions):
     import torch
 
     dtype = getattr(torch, spec.dtype)
-    qx, kx = (torch.from_numpy(np.ascontiguousarray(x)).to("cuda", dtype) for x in (q, k))
-    position_ids = torch.from_numpy(np.ascontiguousarray(positions, dtype=np.int64)).to("cuda")
+    qx, kx = (torch.from_numpy(np.ascontiguousarray(x)).to(DEVICE, dtype) for x in (q, k))
+    position_ids = torch.from_numpy(np.ascontiguousarray(positions, dtype=np.int64)).to(DEVICE)
     batch, heads, seq, _ = qx.shape
-    launch = apply_launcher(spec, batch * heads, seq, position_ids, *constants(spec, "cuda"))
+    launch = apply_launcher(spec, batch * heads, seq, position_ids, *constants(spec, DEVICE))
 
     def apply():
         oq, ok = torch.empty_like(qx), torch.empty_like(kx)

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from harness import Spec, register
 from ._assemble import EVERY_CONVENTION
 from ._device_columns import frequencies_and_phases
+from .._triton_device import DEVICE, INTERPRET
 
 HALF_AND_FULL = replace(EVERY_CONVENTION, dtypes=("float16", "bfloat16", "float32", "float64"))
 #: (rows, columns, warps) per program: wide tiles for wide tables, tall ones for narrow tables
@@ -35,8 +37,6 @@ def _kernel():
     import triton
     import triton.language as tl
 
-    @triton.autotune(configs=[triton.Config({"BLOCK_ROWS": r, "BLOCK_COLS": c}, num_warps=w)
-                              for r, c, w in TILES], key=["length", "d_model"])
     @triton.jit
     def sincos_table(out_ptr, freq_ptr, phase_ptr, length, d_model, offset,
                      WIDE: tl.constexpr, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
@@ -57,10 +57,25 @@ def _kernel():
         where = out_ptr + rows.to(tl.int64)[:, None] * d_model + cols[None, :]
         tl.store(where, value.to(out_ptr.dtype.element_ty), mask=mask)
 
-    return sincos_table
+    if INTERPRET:   # the interpreter times nothing: one tile, passed at the launch
+        rows, cols, _ = TILES[0]
+        return _FixedTile(sincos_table, {"BLOCK_ROWS": rows, "BLOCK_COLS": cols})
+    return triton.autotune(configs=[triton.Config({"BLOCK_ROWS": r, "BLOCK_COLS": c}, num_warps=w)
+                                    for r, c, w in TILES], key=["length", "d_model"])(sincos_table)
 
 
-@register(name="triton-table", backend="triton", device="cuda", supports=HALF_AND_FULL)
+@dataclass(frozen=True)
+class _FixedTile:
+    """`kernel[grid](...)` with the tile's constants added: the autotuned kernel's calling form."""
+
+    kernel: Any
+    tile: dict
+
+    def __getitem__(self, grid):
+        return functools.partial(self.kernel[grid], **self.tile)
+
+
+@register(name="triton-table", backend="triton", device=DEVICE, supports=HALF_AND_FULL)
 def build_triton_table(spec: Spec):
     """One Triton kernel: float64 angle reduced mod 2 pi, one float32 sine per element (autotuned
     tile)."""
@@ -68,7 +83,7 @@ def build_triton_table(spec: Spec):
     import triton
 
     kernel = _kernel()
-    freq, phase = (torch.from_numpy(v).to("cuda") for v in frequencies_and_phases(spec))
+    freq, phase = (torch.from_numpy(v).to(DEVICE) for v in frequencies_and_phases(spec))
     dtype = getattr(torch, spec.dtype)
     wide = spec.dtype == "float64"
 
@@ -77,7 +92,7 @@ def build_triton_table(spec: Spec):
                 triton.cdiv(spec.d_model, meta["BLOCK_COLS"]))
 
     def table():
-        out = torch.empty((spec.length, spec.d_model), dtype=dtype, device="cuda")
+        out = torch.empty((spec.length, spec.d_model), dtype=dtype, device=DEVICE)
         kernel[grid](out, freq, phase, spec.length, spec.d_model, spec.offset, WIDE=wide)
         return out
 
