@@ -41,7 +41,7 @@ class FakeBenchmark:
         self.calls = 0
         self.stats = SimpleNamespace(stats=SimpleNamespace(
             median=median_s, iqr=median_s / 100, min=median_s, mean=median_s, stddev=0.0,
-            rounds=5))
+            rounds=5, data=[median_s] * 5))
 
     def __call__(self, target):
         for _ in range(3):

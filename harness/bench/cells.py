@@ -19,6 +19,17 @@ from harness.runs.identity import FIELDS, CellKey
 #: ok: timed; invalid: ran, but its result is not a valid table or its callable is a lookup
 #: (harness.bench.validity), so it was not timed; error, timeout: it failed or hung; skip: not run.
 STATUSES = ("ok", "invalid", "error", "timeout", "skip")
+#: Raw rounds kept per cell: enough for a rank test, a few kB of journal per cell at most.
+MAX_SAMPLES = 64
+
+
+def thin(values: Any, most: int = MAX_SAMPLES) -> tuple[float, ...]:
+    """At most `most` of `values`, evenly spaced in the order they ran (drift stays visible)."""
+    values = list(values)
+    if len(values) <= most:
+        return tuple(float(v) for v in values)
+    step = len(values) / most
+    return tuple(float(values[int(i * step)]) for i in range(most))
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,9 @@ class Outcome:
     load_after: float = math.nan
     others_busy: float = math.nan
     cores: int = 0
+    #: per-call seconds of up to MAX_SAMPLES of the timed rounds, in the order they ran
+    #: (the compare gate's statistical test reads them: harness.report.gate)
+    samples_s: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

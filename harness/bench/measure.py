@@ -23,7 +23,7 @@ import traceback
 from typing import Any
 
 from harness.bench import contention, modes, peak, validity
-from harness.bench.cells import Cell, Outcome
+from harness.bench.cells import Cell, Outcome, thin
 from harness.bench.settings import Timing
 from harness.core.checks import poison
 from harness.core.registry import Implementation
@@ -94,7 +94,8 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
     stats = benchmark.stats.stats
     return _outcome("ok", "", samples, meter,
                     dict(done, median_s=stats.median, iqr_s=stats.iqr, min_s=stats.min,
-                         mean_s=stats.mean, stddev_s=stats.stddev, rounds=stats.rounds))
+                         mean_s=stats.mean, stddev_s=stats.stddev, rounds=stats.rounds,
+                         samples_s=thin(stats.data)))
 
 
 def _outcome(status: str, reason: str, samples: list[contention.Sample], meter: contention.Meter,

@@ -24,6 +24,7 @@ from harness.bench.cells import Cell, Outcome, row
 from harness.bench.grid import Plan, plan
 from harness.bench.options import SweepOptions
 from harness.bench.progress import Progress
+from harness.bench.remeasure import Retries, interleave
 from harness.bench.supervisor import Group, Supervisor
 from harness.core.registry import Implementation
 from harness.runs import flags as flag_rules
@@ -91,10 +92,12 @@ def cut_by_sweep_budget(row: dict[str, Any]) -> bool:
 
 
 def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) -> list[dict[str, Any]]:
-    """Time every planned cell not already in the run's journal; returns every row of the run."""
+    """Time every planned cell not already in the run's journal, then measure flagged cells
+    again within a bound (harness.bench.remeasure); returns every row of the run."""
     cells = plan(impls, opts.grid)
     path = run_dir.path / journal.FILENAME
-    done = {r["key"] for r in journal.read_all(path) if not cut_by_sweep_budget(r)}
+    earlier = journal.read_all(path)
+    done = {r["key"] for r in earlier if not cut_by_sweep_budget(r)}
     for cell, reason in cells.unsupported:
         if cell.key not in done:
             journal.append(path, row(cell, Outcome("skip", reason)))
@@ -104,9 +107,15 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
     print("\n".join(describe(cells, todo)), flush=True)
     csv = _Csv(run_dir)
     progress = Progress(sum(len(g.cells) for g in todo))
+    by_key = {c.key: c for c in cells.cells}
+    retries = Retries(len(cells.cells))
+    number = [0]                        # the group now running (retries wait for a later one)
+    for old in earlier:                 # --resume: a cell still flagged is measured again
+        retries.seen(old, by_key.get(old["key"]), -1)
 
     def on_row(new: dict[str, Any]) -> None:
         print(progress.line(new), flush=True)
+        retries.seen(new, by_key.get(new["key"]), number[0])
         csv.write()
 
     limits = opts.limits
@@ -114,6 +123,21 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
         limits = replace(limits, deadline=time.time() + limits.budget_s)
     supervisor = Supervisor(run_dir.path, opts.plugins, opts.timing, limits, on_row,
                             keep_fds=run_dir.lock.fds if run_dir.lock else ())
+
+    def again(cells_now: list[Cell]) -> None:
+        """Measure `cells_now` again, one worker per (backend, threads), counted as retries."""
+        if not cells_now:
+            return
+        progress.total += len(cells_now)
+        print(f"bench: measuring {len(cells_now)} flagged cell(s) again", flush=True)
+        start = time.monotonic()
+        for group in groups(cells_now):
+            if limits.deadline is not None and time.time() >= limits.deadline:
+                break
+            supervisor.run(Group(group.backend, group.threads, tuple(interleave(group.cells))))
+            csv.write(force=True)
+        retries.timed(time.monotonic() - start)
+
     try:
         for group in todo:
             if limits.deadline is not None and time.time() >= limits.deadline:
@@ -122,6 +146,11 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
             else:
                 supervisor.run(group)
             csv.write(force=True)
+            number[0] += 1
+            again(retries.due(number[0]))
+        while retries.waiting:
+            number[0] += 1
+            again(retries.due(number[0], final=True))
         supervisor.close()
     finally:
         csv.write(force=True)

@@ -9,8 +9,9 @@ warning; one with no rows is refused and its report.md left alone.
 implementations that verify found building that table. `--compare BASE` adds each cell's change against the BASE run, prints how
 many cells it compared and exits 2 when the runs share fewer than
 --min-shared % of either run's cells; with `--fail-slower PCT` the command
-exits 1 when a cell's median rose by more than both PCT % and the two runs'
-IQRs added, and prints those cells.
+exits 1 when a cell's median rose by more than PCT % and a rank test on the two
+runs' raw rounds says the rise is real (harness.report.gate), and prints those
+cells; runs from different machines (CPU, cores, GPU) are refused by the gate.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from harness.core.registry import Implementation
 from harness.report import convention
 from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_shared, check_pct, overlap,
                                     slower)
-from harness.report.load import load_run, newest_run
+from harness.report.gate import machine_differences, thread_difference
+from harness.report.load import load_env, load_run, newest_run
 from harness.report.measures import DEFAULT_BASELINES, DEVICE_BASELINES
 from harness.report.pipeline import build
 
@@ -44,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a base run: show each cell's change of median against it")
     parser.add_argument("--fail-slower", type=float, metavar="PCT",
                         help="with --compare: exit 1 when a cell is slower by more than PCT %% "
-                             "and by more than the two runs' IQRs added")
+                             "and a rank test on the raw rounds agrees (refused across machines)")
     parser.add_argument("--min-shared", type=float, default=MIN_SHARED_PCT, metavar="PCT",
                         help="with --compare: fail (exit 2) when the runs share fewer than PCT %% "
                              f"of either run's cells (default {MIN_SHARED_PCT:g})")
@@ -63,6 +65,8 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         out = root if args.out_given or len(dirs) > 1 else None
     else:   # --out is where the runs are: the newest is reported in place
         dirs, out = [newest_run(root)], None
+    if args.compare is not None:
+        _same_machine(dirs, args.compare, gating=args.fail_slower is not None)
     path = build(dirs, out, baseline=args.baseline, compare=args.compare, only=args.only,
                  min_shared=args.min_shared, convention_name=args.convention)
     runs = {d: load_run(d, args.only) for d in dirs}
@@ -75,6 +79,9 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         return 0
     for d, run in runs.items():
         print(f"{d} vs {args.compare}: {overlap(run.bench, base.bench).describe()}")
+        threads = thread_difference(run.bench, base.bench)
+        if threads:
+            print(f"warning: {threads}", file=sys.stderr)
     if args.fail_slower is None:
         return 0
     offending: list[tuple[Path, str]] = []  # (run, line to print)
@@ -87,7 +94,22 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         print(line)
     if offending:
         print(f"{len(offending)} cell(s) broken, or slower than {args.compare} by more than "
-              f"{args.fail_slower:g}% and the runs' spread")
+              f"{args.fail_slower:g}% with a rank test on the rounds agreeing")
         return 1
-    print(f"no cell slower than {args.compare} by more than {args.fail_slower:g}% and the runs' spread")
+    print(f"no cell slower than {args.compare} by more than {args.fail_slower:g}% with a rank test "
+          "on the rounds agreeing")
     return 0
+
+
+def _same_machine(dirs: list[Path], base_dir: Path, gating: bool) -> None:
+    """Refuse a gate across machines (it would judge the machines); warn for a plain compare."""
+    base_env = load_env(base_dir)
+    for d in dirs:
+        found = machine_differences(load_env(d), base_env)
+        if not found:
+            continue
+        what = f"{d} and {base_dir} were measured on different machines ({'; '.join(found)})"
+        if gating:
+            raise ValueError(f"--fail-slower: {what}: a speed gate across machines judges the "
+                             "machines, not the code; compare runs from one machine")
+        print(f"warning: {what}; their times are not comparable", file=sys.stderr)

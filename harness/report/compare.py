@@ -1,25 +1,22 @@
 """Per-cell change of one run against a base run, and the slowdown gate.
 
-A cell is *slower* when the rise of its median exceeds both the allowed
-percentage and the two runs' spread (their IQRs added): on a shared, noisy
-machine a change inside the spread is not evidence of anything.
-
-    slower  <=>  new - base > max(pct / 100 * base, iqr_new + iqr_base)
-
-A cell flagged for load in either run (harness.bench.contention: other
-processes on the cores it needed, or far slower at more threads than at one)
-is not compared: its change says more about the machine than the code.
+A cell is *slower* when its median rose by more than the allowed percentage
+and a rank test on the two runs' raw rounds says the rise is real
+(harness.report.gate, after asv): on a shared, noisy machine a change of two
+medians alone is not evidence of anything. A cell the new run flagged for
+load is not judged (its change says more about the machine than the code);
+one flagged `threads` is, since the change may have caused it.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
-from harness.report import fmt
+from harness.report import fmt, gate
 from harness.report.measures import timed
-from harness.runs.flags import flagged
 from harness.runs.identity import FIELDS as CELL
 from harness.util import units
 
@@ -41,6 +38,9 @@ class Change:
     base_iqr_s: float
     new_iqr_s: float
     heads: int = 1
+    #: raw rounds of each run (harness.bench.cells.Outcome.samples_s; empty in older runs)
+    base_rounds: tuple[float, ...] = field(default=(), repr=False)
+    new_rounds: tuple[float, ...] = field(default=(), repr=False)
 
     @property
     def pct(self) -> float:
@@ -55,29 +55,46 @@ class Change:
     def beyond_spread(self) -> bool:
         return abs(self.new_s - self.base_s) > self.spread_s
 
+    def verdict(self, pct: float) -> gate.Verdict:
+        return gate.judge(self.base_s, self.new_s, self.spread_s, self.base_rounds,
+                          self.new_rounds, pct)
+
     def slower_than(self, pct: float) -> bool:
-        return self.new_s - self.base_s > max(pct / 100.0 * self.base_s, self.spread_s)
+        return self.verdict(pct).slower
 
     def describe(self) -> str:
+        p = gate.p_slower(self.base_rounds, self.new_rounds) if min(
+            len(self.base_rounds), len(self.new_rounds)) >= 2 else math.nan
+        evidence = (f"rank test p {p:.2g} over {len(self.new_rounds)} and {len(self.base_rounds)} "
+                    "rounds" if math.isfinite(p) else f"spread {units.seconds(self.spread_s)}")
         heads = f" {self.heads} heads" if self.heads != 1 else ""
         return (f"{self.workload} {self.impl} {self.length}x{self.d_model}{heads} {self.dtype} "
                 f"{fmt.threads(self.threads)}: {units.seconds(self.base_s)} -> {units.seconds(self.new_s)} "
-                f"({fmt.pct(self.pct)}, spread {units.seconds(self.spread_s)})")
+                f"({fmt.pct(self.pct)}, {evidence})")
 
 
 def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
-    """Every implementation cell (roofs aside) timed ok and not flagged for load in both runs."""
-    key, columns = list(CELL), list(CELL) + ["median_s", "iqr_s"]
+    """Every implementation cell (roofs aside) timed ok in both runs and not flagged for load in
+    the new one (harness.report.gate)."""
+    key, columns = list(CELL), list(CELL) + ["median_s", "iqr_s", "samples_s"]
 
-    def ok(frame: pd.DataFrame) -> pd.DataFrame:
+    def ok(frame: pd.DataFrame, base: bool) -> pd.DataFrame:
         rows = timed(frame)
-        return rows.loc[rows["ok"] & ~flagged(rows), columns].drop_duplicates(key)
+        if "samples_s" not in rows.columns:
+            rows = rows.assign(samples_s=[()] * len(rows))
+        out = gate.left_out(rows) if not base else pd.Series(False, index=rows.index)
+        return rows.loc[rows["ok"] & ~out, columns].drop_duplicates(key)
 
-    both = ok(new).merge(ok(base), on=key, suffixes=("_new", "_base"))
+    both = ok(new, False).merge(ok(base, True), on=key, suffixes=("_new", "_base"))
     return [Change(r.workload, r.impl, r.device, int(r.length), int(r.d_model), r.dtype,
                    int(r.threads), int(r.batch), float(r.median_s_base), float(r.median_s_new),
-                   float(r.iqr_s_base), float(r.iqr_s_new), int(r.heads))
+                   float(r.iqr_s_base), float(r.iqr_s_new), int(r.heads),
+                   _rounds(r.samples_s_base), _rounds(r.samples_s_new))
             for r in both.itertuples()]
+
+
+def _rounds(value: object) -> tuple[float, ...]:
+    return tuple(float(v) for v in value) if isinstance(value, (tuple, list)) else ()
 
 
 def broken(new: pd.DataFrame, base: pd.DataFrame) -> list[str]:
@@ -97,7 +114,8 @@ MIN_SHARED_PCT = 50.0
 class Overlap:
     """How two runs line up: implementation cells in each, in both, and compared (in both and
     timed ok in the base: the gate judges each as still ok and how fast, or broken); `flagged`
-    of the compared, timed ok in both but flagged for load in either, whose speed is not judged."""
+    of the compared, timed ok in both but flagged for load in the new run, whose speed is not
+    judged."""
 
     new_cells: int
     base_cells: int
@@ -114,7 +132,7 @@ class Overlap:
         text = (f"compared {self.compared} cell(s) (in both runs and timed ok in the base); the "
                 f"new run has {self.new_cells}, the base {self.base_cells}, {self.shared} shared")
         if self.flagged:
-            text += (f"; {self.flagged} of the compared flagged for load in either run "
+            text += (f"; {self.flagged} of the compared flagged for load in the new run "
                      "(`flags` in bench.csv), their speed not judged")
         return text
 
@@ -124,10 +142,10 @@ def overlap(new: pd.DataFrame, base: pd.DataFrame) -> Overlap:
     them timed ok in the base."""
     key = list(CELL)
     rows_new, rows_base = (timed(f).drop_duplicates(key, keep="last") for f in (new, base))
-    rows_new, rows_base = (r.assign(flagged=flagged(r) & r["ok"]) for r in (rows_new, rows_base))
-    both = rows_new[key + ["ok", "flagged"]].merge(rows_base[key + ["ok", "flagged"]], on=key,
+    rows_new = rows_new.assign(flagged=gate.left_out(rows_new) & rows_new["ok"])
+    both = rows_new[key + ["ok", "flagged"]].merge(rows_base[key + ["ok"]], on=key,
                                                    suffixes=("_new", "_base"))
-    judged_out = both["ok_base"] & both["ok_new"] & (both["flagged_new"] | both["flagged_base"])
+    judged_out = both["ok_base"] & both["ok_new"] & both["flagged"]
     return Overlap(len(rows_new), len(rows_base), len(both), int(both["ok_base"].sum()),
                    int(judged_out.sum()))
 
@@ -175,6 +193,7 @@ def slower(cells: list[Change], pct: float) -> list[Change]:
 
 def as_frame(cells: list[Change]) -> pd.DataFrame:
     """The changes as rows (with `size`, `pct` and `beyond_spread`) for pivoting."""
-    rows = [{**asdict(c), "size": f"{c.length}x{c.d_model}", "elements": c.length * c.d_model,
+    rows = [{**{k: v for k, v in asdict(c).items() if not k.endswith("_rounds")},
+             "size": f"{c.length}x{c.d_model}", "elements": c.length * c.d_model,
              "pct": c.pct, "beyond_spread": c.beyond_spread} for c in cells]
     return pd.DataFrame(rows)

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 import pandas as pd
 
 from harness.report import source
+from harness.runs import journal
 
 #: Columns without which no report can be built.
 REQUIRED = ("impl", "workload", "length", "d_model", "dtype", "threads", "median_s", "iqr_s", "status")
@@ -76,10 +77,10 @@ def load_run(path: Path | str, only: Sequence[str] = (), keep: Sequence[str] = (
                          else f"{path} is not a directory (a run directory holds bench.csv)")
     if not any((path / name).is_file() for name in (source.BENCH_CSV, source.JOURNAL)):
         raise ValueError(f"{path} has no bench.csv: not a run directory written by `harness bench`")
-    env_json = path / "env.json"
-    env = _read_json(env_json) if env_json.is_file() else {}
+    env = load_env(path)
     rows = source.bench_rows(path, str(env.get("run_id") or path.name), str(env.get("machine") or ""))
     bench = _normalise_bench(rows.frame, rows.source)
+    bench["samples_s"] = _rounds(path, bench)
     if only:
         wanted = bench["impl"].map(lambda n: n in keep or any(fnmatch.fnmatch(n, g) for g in only))
         bench = bench[wanted | bench["is_roof"]].reset_index(drop=True)
@@ -88,6 +89,19 @@ def load_run(path: Path | str, only: Sequence[str] = (), keep: Sequence[str] = (
     device = bench[bench["mode"] != ""].reset_index(drop=True)
     primary = bench[bench["mode"].isin(PRIMARY_MODES)].reset_index(drop=True)
     return Run(path, env, primary, verify, rows.note, device if len(device) else None)
+
+
+def load_env(path: Path | str) -> dict[str, Any]:
+    """A run's env.json ({} when it has none)."""
+    env_json = Path(path) / "env.json"
+    return _read_json(env_json) if env_json.is_file() else {}
+
+
+def _rounds(path: Path, bench: pd.DataFrame) -> list[tuple[float, ...]]:
+    """Each row's raw rounds from the journal (the compare gate's test), () where none."""
+    found = journal.rounds(path / source.JOURNAL)
+    keys = bench["key"] if "key" in bench.columns else pd.Series("", index=bench.index)
+    return [found.get(str(k), ()) for k in keys]
 
 
 def newest_run(root: Path | str) -> Path:

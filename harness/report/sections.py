@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from harness.core.kinds.table.cases import LONG_POSITIONS
-from harness.report import fmt, markdown, pivots
+from harness.report import fmt, gate, markdown, pivots
 from harness.report.compare import Change, as_frame
 from harness.report.frontier import REFERENCE, Tradeoff
 from harness.report.load import Run
@@ -125,7 +125,9 @@ def change(cells: Sequence[Change], base: Run, of: str = "") -> str:
              "difference exceeds the two runs' IQRs added. "
              f"{_cells(len(cells))} in both runs: {worse} slower and {better} faster beyond the "
              f"spread; median change {fmt.pct(frame['pct'].median())}. `report --fail-slower PCT` "
-             "fails on a cell when new - base > max(PCT % of base, IQR new + IQR base).")
+             "fails on a cell when its median rose by more than PCT % and a one-sided "
+             "Mann-Whitney U test on the two runs' timed rounds finds the rise significant "
+             f"(p < {gate.ALPHA:g}); cells flagged for load are not judged.")
     blocks = [head, intro]
     for (name, dtype, threads), group in frame.groupby(["workload", "dtype", "threads"]):
         blocks += [markdown.heading(3, f"`{name}`, {dtype}, {fmt.threads(threads)}"),

@@ -58,3 +58,13 @@ class JournalReader:
         self._offset += len(complete)
         rows = [_parse(line) for line in complete.decode().splitlines() if line.strip()]
         return [r for r in rows if r is not None]
+
+
+def rounds(path: Path) -> dict[str, tuple[float, ...]]:
+    """key -> the raw rounds (`samples_s`) of its last row timed ok, for the cells that have them."""
+    out: dict[str, tuple[float, ...]] = {}
+    for row in read_all(path):
+        values = row.get("samples_s")
+        if row.get("status") == "ok" and isinstance(values, list) and values:
+            out[str(row["key"])] = tuple(float(v) for v in values)
+    return out

@@ -31,17 +31,19 @@ COLUMNS = [
     "d_model", "dtype", "threads", "batch", "heads", "mode", "median_s", "iqr_s", "min_s", "mean_s",
     "stddev_s", "rounds", "build_s", "first_call_s", "peak_bytes", "peak_method", "bytes_out", "gbps",
     "roof_s", "roof_ratio", "status", "reason", "flags", "retains_bytes", "load_before",
-    "load_after", "others_busy", "cores", "thread_settings", "is_roof", "key",
+    "load_after", "others_busy", "cores", "thread_settings", "is_roof", "attempts", "key",
 ]
 #: Columns a journal written before them lacks (NaN there).
 LATER = ("retains_bytes", "load_before", "load_after", "others_busy", "cores")
 
 
 def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFrame:
-    """The bench.csv table; a cell recorded twice keeps its last row."""
+    """The bench.csv table; a cell recorded more than once (measured again because its timing
+    was flagged: harness.bench.remeasure) keeps its last row timed ok, else its last row, and
+    counts its `attempts`."""
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
-    df = pd.DataFrame(list(rows)).drop_duplicates("key", keep="last").reset_index(drop=True)
+    df = newest(pd.DataFrame(list(rows)))
     df["mode"] = df["mode"].fillna("") if "mode" in df else ""   # journals before modes had none
     for column, before in (("kind", "table"), ("heads", 1)):       # nor before kinds
         df[column] = df[column].fillna(before) if column in df else before
@@ -56,6 +58,16 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
     df = df.merge(roof_s, how="left", on=ROOF_KEYS)
     df["roof_ratio"] = df["median_s"] / df["roof_s"]
     return df[COLUMNS]
+
+
+def newest(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per key: the last timed ok, else the last; `attempts` counts the key's rows.
+    A retry that failed or was skipped never replaces a timing."""
+    order = pd.RangeIndex(len(df))
+    df = df.reset_index(drop=True).assign(attempts=df.groupby("key")["key"].transform("size").to_numpy(),
+                                          _ok=(df["status"] == "ok").to_numpy(), _n=order)
+    kept = df.sort_values(["_ok", "_n"], kind="stable").drop_duplicates("key", keep="last")
+    return kept.sort_values("_n").drop(columns=["_ok", "_n"]).reset_index(drop=True)
 
 
 def write(run_dir: Path, rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> Path:

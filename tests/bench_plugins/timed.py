@@ -46,3 +46,9 @@ def build_scaled(spec: Spec):
         with open(log, "a") as f:
             f.write(f"{spec.length}x{spec.d_model}\n")
     return costing(1e-6 * spec.length * spec.d_model)(spec)
+
+
+@register(name="bt-gate", backend="numpy")
+def build_gate(spec: Spec):
+    """0.4 ms per call times $BT_SLOWDOWN (default 1): the compare gate's planted slowdown."""
+    return costing(4e-4 * float(os.environ.get("BT_SLOWDOWN", "1")))(spec)

@@ -1,0 +1,132 @@
+"""A flagged cell is not a lost cell: measure it again later in the run, within a bound.
+
+On a shared machine load comes in bursts; one burst should not decide a cell.
+pyperf spreads a benchmark over several processes and asv interleaves its
+repeats with other benchmarks for the same reason. Here a cell whose timing
+was flagged (harness.runs.flags: other processes on the cores it needed, or
+far slower at more threads than at one) or noisy (IQR over NOISY_IQR of the
+median) joins a queue; the sweep measures the queue again in a fresh worker
+once at least one other group has run since (so the retry is interleaved
+with other work, seconds or minutes later, not back to back), and drains
+what is left at the end. The newest row of a cell is the one reported
+(harness.runs.results.tidy), so a clean retry replaces a flagged first try.
+
+The bound: at most MAX_ATTEMPTS measurements of one cell, at most
+MAX_SHARE of the cells measured again, and retries stop once they have used
+SHARE_OF_TIME of the time the sweep took so far (but are always allowed
+MIN_SECONDS): a run under steady heavy load ends, saying what stayed flagged.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from harness.bench.cells import Cell
+from harness.runs.flags import Running
+from harness.util.units import NOISY_IQR
+
+#: Measurements of one cell at most (the first one included).
+MAX_ATTEMPTS = 3
+#: Of the sweep's cells, the share that may be measured again.
+MAX_SHARE = 0.5
+#: Retries may add this share of the sweep's time so far, and always MIN_SECONDS.
+SHARE_OF_TIME, MIN_SECONDS = 0.5, 20.0
+
+
+def why_again(row: Mapping[str, Any], running: Running) -> str:
+    """Why a finished row should be measured again ('' when it should not): its flags, or noise."""
+    if row.get("status") != "ok":
+        return ""
+    flag = running.flag(row)
+    if flag:
+        return flag
+    median, iqr = _number(row.get("median_s")), _number(row.get("iqr_s"))
+    if median and iqr is not None and iqr / median > NOISY_IQR:
+        return f"noisy: IQR {iqr / median:.0%} of the median (> {NOISY_IQR:.0%})"
+    return ""
+
+
+@dataclass
+class Retries:
+    """Which flagged cells to measure again, and when; counts attempts and time spent."""
+
+    total_cells: int
+    clock: Callable[[], float] = time.monotonic
+    started: float = field(default=-1.0)
+    spent_s: float = 0.0
+    attempts: dict[str, int] = field(default_factory=dict)
+    waiting: dict[str, tuple[Cell, int]] = field(default_factory=dict)   # key -> (cell, group no.)
+    why: dict[str, str] = field(default_factory=dict)
+    running: Running = field(default_factory=Running)
+    retried: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.started < 0:
+            self.started = self.clock()
+
+    def seen(self, row: Mapping[str, Any], cell: Cell | None, group: int) -> None:
+        """Count a finished row (measured in group number `group`); queue its cell when flagged."""
+        key = str(row["key"])
+        self.attempts[key] = self.attempts.get(key, 0) + 1
+        reason = why_again(row, self.running)
+        self.waiting.pop(key, None)
+        if reason:
+            self.why[key] = reason
+        else:
+            self.why.pop(key, None)
+        if reason and cell is not None and self.attempts[key] < MAX_ATTEMPTS:
+            self.waiting[key] = (cell, group)
+
+    def due(self, group: int, final: bool = False) -> list[Cell]:
+        """The queued cells to measure now, after group number `group` ended: those queued
+        before it (or all, at the end), within the bound; the rest wait or are dropped."""
+        if not self.allowed():
+            self.waiting.clear()
+            return []
+        room = max(int(MAX_SHARE * self.total_cells) - len(self.retried), 0)
+        ready = [cell for key, (cell, queued) in self.waiting.items() if final or queued < group]
+        chosen = ready[:room]
+        for cell in chosen:
+            self.waiting.pop(cell.key)
+            self.retried.add(cell.key)
+        if room <= len(ready):
+            self.waiting.clear()          # the count bound is reached: nothing more will run
+        return chosen
+
+    def timed(self, seconds: float) -> None:
+        """Add the wall time a batch of retries took."""
+        self.spent_s += seconds
+
+    def allowed(self) -> bool:
+        """Whether retries still fit their time bound."""
+        elapsed = self.clock() - self.started - self.spent_s
+        return self.spent_s < max(MIN_SECONDS, SHARE_OF_TIME * elapsed)
+
+    def still_flagged(self) -> dict[str, str]:
+        """key -> why, for the cells whose newest row is still flagged or noisy."""
+        return dict(self.why)
+
+
+def interleave(cells: Iterable[Cell]) -> list[Cell]:
+    """Cells ordered round-robin over implementations, so a burst of load meets several."""
+    by_impl: dict[str, list[Cell]] = {}
+    for cell in cells:
+        by_impl.setdefault(cell.impl, []).append(cell)
+    queues = list(by_impl.values())
+    out: list[Cell] = []
+    while any(queues):
+        for queue in queues:
+            if queue:
+                out.append(queue.pop(0))
+    return out
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

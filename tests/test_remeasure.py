@@ -1,0 +1,82 @@
+"""Flagged cells are measured again, later, within a bound; a retry that fails keeps the timing."""
+
+from __future__ import annotations
+
+from harness.bench import remeasure
+from harness.bench.cells import Outcome, row, thin
+from harness.bench.remeasure import MAX_ATTEMPTS, Retries, interleave
+from harness.runs import results
+from tests.test_bench_units import cell, ok
+
+
+def busy_row(c, median_s: float = 1e-3) -> dict:
+    """Timed while two other cores' worth of processes ran on a 2-core machine."""
+    return row(c, Outcome("ok", median_s=median_s, iqr_s=median_s / 100, others_busy=2.0, cores=2))
+
+
+def test_a_flagged_cell_waits_for_another_group_then_is_measured_again():
+    retries = Retries(total_cells=10, clock=lambda: 0.0)
+    flagged, clean = cell(64, 64), cell(128, 64)
+    retries.seen(busy_row(flagged), flagged, group=0)
+    retries.seen(ok(clean, 1e-3), clean, group=0)
+    assert retries.due(0) == []                       # not back to back with its first try
+    assert retries.due(1) == [flagged]
+    assert "load" in retries.still_flagged()[flagged.key]
+    retries.seen(ok(flagged, 1e-3), flagged, group=1)  # clean this time
+    assert retries.still_flagged() == {} and not retries.waiting
+
+
+def test_noisy_cells_are_measured_again_too():
+    retries = Retries(total_cells=10, clock=lambda: 0.0)
+    c = cell()
+    retries.seen(row(c, Outcome("ok", median_s=1e-3, iqr_s=5e-4)), c, group=0)
+    assert retries.due(1, final=True) == [c] and "noisy" in retries.why[c.key]
+
+
+def test_attempts_are_bounded_per_cell():
+    retries = Retries(total_cells=10, clock=lambda: 0.0)
+    c = cell()
+    measured = 0
+    for group in range(10):
+        retries.seen(busy_row(c), c, group)
+        measured += 1
+        if not retries.due(group + 1, final=True):
+            break
+    assert measured == MAX_ATTEMPTS and c.key in retries.still_flagged()
+
+
+def test_retries_stop_at_their_share_of_the_cells():
+    retries = Retries(total_cells=4, clock=lambda: 0.0)
+    cells = [cell(64 * (i + 1), 64) for i in range(4)]
+    for c in cells:
+        retries.seen(busy_row(c), c, group=0)
+    assert len(retries.due(1)) == int(remeasure.MAX_SHARE * 4)
+    assert retries.due(2, final=True) == [] and not retries.waiting
+
+
+def test_retries_stop_when_their_time_is_used_up():
+    now = [0.0]
+    retries = Retries(total_cells=100, clock=lambda: now[0])
+    c = cell()
+    retries.seen(busy_row(c), c, group=0)
+    now[0] = 100.0                                   # the sweep took 100 s...
+    retries.timed(remeasure.MIN_SECONDS + 0.5 * 100.0)   # ...and retries more than their share
+    assert retries.due(1) == [] and c.key in retries.still_flagged()
+
+
+def test_interleave_takes_turns_between_implementations():
+    cells = [cell(64, 64, impl="a"), cell(128, 64, impl="a"), cell(64, 64, impl="b")]
+    assert [c.impl for c in interleave(cells)] == ["a", "b", "a"]
+
+
+def test_the_newest_timing_is_kept_and_a_failed_retry_does_not_replace_it():
+    first, again = busy_row(cell(), 5e-3), ok(cell(), 1e-3)
+    failed = row(cell(), Outcome("skip", "predicted over budget"))
+    df = results.tidy([first, again, failed], "run", "machine")
+    assert len(df) == 1 and df["median_s"][0] == 1e-3 and df["attempts"][0] == 3
+    assert df["flags"][0] == ""
+
+
+def test_raw_rounds_are_thinned_evenly_in_the_order_they_ran():
+    assert thin(range(10), 5) == (0.0, 2.0, 4.0, 6.0, 8.0)
+    assert thin([3.0, 1.0]) == (3.0, 1.0)
