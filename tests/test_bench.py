@@ -107,7 +107,7 @@ def test_budgets_skip_predicted_slow_cells_without_running_them(tmp_path):
     log = tmp_path / "builds.txt"
     proc, run_dir = bench(tmp_path / "runs", "--plugin", str(PLUGINS / "timed.py"),
                           "--only", "bt-scaled", "--lengths", "8,16,4096", "--cell-budget-s", "0.1",
-                          "--max-time", "0.01", "--min-rounds", "3", env={"BT_BUILD_LOG": str(log)})
+                          "--max-time", "0.01", "--min-rounds", "3", "--attempts", "1", env={"BT_BUILD_LOG": str(log)})
     assert proc.returncode == 0, proc.stderr
     df = table(run_dir)
     rows = df[~df["is_roof"]].set_index("length")
@@ -130,7 +130,8 @@ def test_sweep_budget_skips_what_does_not_fit(tmp_path):
 def test_resume_runs_only_the_cells_not_done(tmp_path):
     log = tmp_path / "builds.txt"
     out = tmp_path / "runs"
-    args = ["--plugin", str(PLUGINS / "timed.py"), "--only", "bt-scaled", "--max-time", "0.01"]
+    args = ["--plugin", str(PLUGINS / "timed.py"), "--only", "bt-scaled", "--max-time", "0.01",
+            "--attempts", "1"]                       # no cell measured again for load
     _, first = bench(out, *args, env={"BT_BUILD_LOG": str(log)})
     proc, again = bench(out, *args, "--lengths", "8,16", "--resume", env={"BT_BUILD_LOG": str(log)})
     assert proc.returncode == 0, proc.stderr
@@ -145,6 +146,7 @@ def test_resume_runs_only_the_cells_not_done(tmp_path):
     ("--lengths", "0"), ("--lengths", "64,x"), ("--d-models", "33"), ("--threads", "0"),
     ("--threads", str((os.cpu_count() or 1) + 1)), ("--dtypes", "float8"),
     ("--workloads", "lookup"), ("--max-time", "-1"), ("--budget-s", "0"), ("--batch", "0"),
+    ("--attempts", "0"),
 ])
 def test_bad_input_names_the_option_and_exits_2(option, value, tmp_path, capsys):
     code = cli.main(["bench", "--out", str(tmp_path), "--dry-run", option, value])

@@ -15,7 +15,7 @@ def busy_row(c, median_s: float = 1e-3) -> dict:
 
 
 def test_a_flagged_cell_waits_for_another_group_then_is_measured_again():
-    retries = Retries(total_cells=10, clock=lambda: 0.0)
+    retries = Retries(10, clock=lambda: 0.0)
     flagged, clean = cell(64, 64), cell(128, 64)
     retries.seen(busy_row(flagged), flagged, group=0)
     retries.seen(ok(clean, 1e-3), clean, group=0)
@@ -27,14 +27,14 @@ def test_a_flagged_cell_waits_for_another_group_then_is_measured_again():
 
 
 def test_noisy_cells_are_measured_again_too():
-    retries = Retries(total_cells=10, clock=lambda: 0.0)
+    retries = Retries(10, clock=lambda: 0.0)
     c = cell()
     retries.seen(row(c, Outcome("ok", median_s=1e-3, iqr_s=5e-4)), c, group=0)
     assert retries.due(1, final=True) == [c] and "noisy" in retries.why[c.key]
 
 
 def test_attempts_are_bounded_per_cell():
-    retries = Retries(total_cells=10, clock=lambda: 0.0)
+    retries = Retries(10, clock=lambda: 0.0)
     c = cell()
     measured = 0
     for group in range(10):
@@ -46,7 +46,7 @@ def test_attempts_are_bounded_per_cell():
 
 
 def test_retries_stop_at_their_share_of_the_cells():
-    retries = Retries(total_cells=4, clock=lambda: 0.0)
+    retries = Retries(4, clock=lambda: 0.0)
     cells = [cell(64 * (i + 1), 64) for i in range(4)]
     for c in cells:
         retries.seen(busy_row(c), c, group=0)
@@ -56,7 +56,7 @@ def test_retries_stop_at_their_share_of_the_cells():
 
 def test_retries_stop_when_their_time_is_used_up():
     now = [0.0]
-    retries = Retries(total_cells=100, clock=lambda: now[0])
+    retries = Retries(100, clock=lambda: now[0])
     c = cell()
     retries.seen(busy_row(c), c, group=0)
     now[0] = 100.0                                   # the sweep took 100 s...

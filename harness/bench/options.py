@@ -15,6 +15,7 @@ from typing import Callable, Optional
 from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_HEADS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
                                 DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
 from harness.bench.modes import MODES, QUICK_MODES
+from harness.bench.remeasure import MAX_ATTEMPTS
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
 from harness.core import kinds
 from harness.core.kinds.table.spec import DTYPES
@@ -40,6 +41,7 @@ class SweepOptions:
     quick: bool
     post: bool
     dry_run: bool
+    attempts: int = MAX_ATTEMPTS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -78,9 +80,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         f"(default {LIMITS.timeout_s:g}; --quick {QUICK_LIMITS.timeout_s:g})")
     timing.add_argument("--budget-s", type=float,
                         help="seconds for the whole sweep; cells that will not fit are skipped")
+    timing.add_argument("--attempts", type=int, default=MAX_ATTEMPTS,
+                        help="measure a cell flagged for load or noise up to this many times, "
+                        "later in the run (default %(default)s; 1: never again)")
     run = parser.add_argument_group("run")
     run.add_argument("--resume", nargs="?", const=NEWEST, metavar="RUN_DIR",
-                     help="finish an interrupted run (default: the newest under --out); "
+                     help="finish an interrupted run (default: the newest under --out) and "
+                          "measure again its cells still flagged for load (within --attempts); "
                           "cells it recorded as error or timeout are kept, not retried")
     run.add_argument("--no-post", action="store_true",
                      help="skip verify, conventions, precision and the report afterwards")
@@ -125,7 +131,7 @@ def parse(args: argparse.Namespace) -> SweepOptions:
     out = Path(args.out)
     return SweepOptions(grid, timing, limits, out, _resume_dir(args.resume, out),
                         tuple(args.plugin), tuple(args.only), args.quick, not args.no_post,
-                        args.dry_run)
+                        args.dry_run, _at_least(args.attempts, "--attempts", 1))
 
 
 def _csv(values: tuple) -> str:

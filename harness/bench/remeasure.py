@@ -54,6 +54,7 @@ class Retries:
     """Which flagged cells to measure again, and when; counts attempts and time spent."""
 
     total_cells: int
+    max_attempts: int = MAX_ATTEMPTS
     clock: Callable[[], float] = time.monotonic
     started: float = field(default=-1.0)
     spent_s: float = 0.0
@@ -77,7 +78,7 @@ class Retries:
             self.why[key] = reason
         else:
             self.why.pop(key, None)
-        if reason and cell is not None and self.attempts[key] < MAX_ATTEMPTS:
+        if reason and cell is not None and self.attempts[key] < self.max_attempts:
             self.waiting[key] = (cell, group)
 
     def due(self, group: int, final: bool = False) -> list[Cell]:

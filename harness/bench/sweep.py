@@ -108,7 +108,7 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
     csv = _Csv(run_dir)
     progress = Progress(sum(len(g.cells) for g in todo))
     by_key = {c.key: c for c in cells.cells}
-    retries = Retries(len(cells.cells))
+    retries = Retries(len(cells.cells), opts.attempts)
     number = [0]                        # the group now running (retries wait for a later one)
     for old in earlier:                 # --resume: a cell still flagged is measured again
         retries.seen(old, by_key.get(old["key"]), -1)
