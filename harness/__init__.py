@@ -3,8 +3,10 @@
 Public contract (docs and README): the specs of every kind (`Spec` for the 1-D table,
 `RotarySpec`, `GridSpec`, `TimestepSpec`) and `spec_from_dict` to rebuild any of them from
 its printed fields; `register`, `implementations`, `reference` and `tolerance` (any kind's),
-`to_numpy`, `Supports`; for a user's own tests, `check_callable` and `assert_callable` judge
-an unregistered callable as `verify` does, and return a `Check`.
+`to_numpy`; each kind's declarative supports (`Supports` for the 1-D table, `RotarySupports`,
+`GridSupports`, `TimestepSupports`, each a `BaseSupports`: dtypes and a size cap); for a
+user's own tests, `check_callable` and `assert_callable` judge an unregistered callable as
+`verify` does, and return a `Check`.
 """
 
 from __future__ import annotations
@@ -14,16 +16,20 @@ from harness.core.checks import Check
 from harness.core.convert import dtype_name, to_numpy
 from harness.core.kinds import Kind, Workload, reference, spec_dict, spec_from_dict, tolerance
 from harness.core.kinds.grid import GridSpec
+from harness.core.kinds.grid.supports import GridSupports
 from harness.core.kinds.rotary import RotarySpec
+from harness.core.kinds.rotary.supports import RotarySupports
+from harness.core.kinds.supports import BaseSupports
 from harness.core.kinds.timestep import TimestepSpec
+from harness.core.kinds.timestep.supports import TimestepSupports
 from harness.core.plugins import PluginError, load_all, load_plugin
 from harness.core.registry import REGISTRY, Implementation, register
 from harness.core.kinds.table.spec import Spec
 from harness.core.kinds.table.supports import Supports
 
 __all__ = [
-    "Check", "GridSpec", "Implementation", "Kind", "PluginError", "RotarySpec", "Spec", "Supports",
-    "TimestepSpec", "Workload", "assert_callable", "check_callable", "dtype_name",
+    "BaseSupports", "Check", "GridSpec", "GridSupports", "Implementation", "Kind", "PluginError",
+    "RotarySpec", "RotarySupports", "Spec", "Supports", "TimestepSpec", "TimestepSupports", "Workload", "assert_callable", "check_callable", "dtype_name",
     "implementations", "load_plugin", "reference", "register", "spec_dict", "spec_from_dict",
     "to_numpy", "tolerance",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.util import aliases
 
-#: old module name -> its home now, both under harness.impls
+#: old module name under harness.impls -> its home now, under harness.impls unless named in full
 OLD_NAMES = {
     "_assemble": "table._assemble", "_device_columns": "table._device_columns",
     "fast_tables": "table._angle_addition", "python_impls": "table.python",
@@ -24,7 +24,7 @@ OLD_NAMES = {
     "rotary_numpy": "rotary.numpy", "rotary_python": "rotary.python",
     "rotary_tensorflow": "rotary.tensorflow", "rotary_torch": "rotary.torch",
     "triton_rotary": "rotary.triton",
-    "_grid_assemble": "grid._assemble", "_grid_axes": "grid._axes", "_grid_support": "grid._supports",
+    "_grid_assemble": "grid._assemble", "_grid_axes": "grid._axes", "_grid_support": "harness.core.kinds.grid.supports",
     "grid_numba": "grid.numba", "grid_numpy": "grid.numpy", "grid_python": "grid.python",
     "grid_tensorflow": "grid.tensorflow", "grid_torch": "grid.torch",
     "timestep_numba": "timestep.numba", "timestep_numpy": "timestep.numpy",
@@ -37,4 +37,5 @@ OLD_NAMES = {
 
 def install(package: str) -> None:
     """Let each old name under `package` import as its new module."""
-    aliases.install({f"{package}.{old}": f"{package}.{new}" for old, new in OLD_NAMES.items()})
+    aliases.install({f"{package}.{old}": new if new.startswith("harness.") else f"{package}.{new}"
+                     for old, new in OLD_NAMES.items()})

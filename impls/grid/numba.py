@@ -16,7 +16,7 @@ import numpy as np
 from harness import register
 from harness.core.kinds.grid import GridSpec
 from ._axes import frequencies, positions, segments
-from ._supports import GridSupports
+from harness import GridSupports
 
 #: The row pass decomposes a row into (t, y, x): grids are padded to three axes.
 AXES = 3

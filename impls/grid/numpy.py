@@ -10,7 +10,7 @@ from __future__ import annotations
 from harness import register
 from harness.core.kinds.grid import GridSpec
 from ._assemble import GridOps, broadcast_table, meshgrid_table, prepare
-from ._supports import GridSupports
+from harness import GridSupports
 
 NUMPY_DTYPES = GridSupports(dtypes=("float16", "float32", "float64"))
 

@@ -8,7 +8,7 @@ from harness import register
 from harness.core.kinds.grid import GridSpec
 
 from ._axes import frequencies, functions, positions, segments
-from ._supports import GridSupports
+from harness import GridSupports
 
 
 def _column_sources(spec: GridSpec) -> list[tuple[int, str, int]]:

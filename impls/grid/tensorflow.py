@@ -9,7 +9,7 @@ from harness import register
 from harness.core.kinds.grid import GridSpec
 
 from ._assemble import GridOps, meshgrid_table, prepare
-from ._supports import GridSupports
+from harness import GridSupports
 
 
 def _ops(spec: GridSpec) -> GridOps:

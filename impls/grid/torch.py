@@ -11,7 +11,7 @@ from harness import register
 from harness.core.kinds.grid import GridSpec
 
 from ._assemble import GridOps, broadcast_table, meshgrid_table, prepare
-from ._supports import GridSupports
+from harness import GridSupports
 
 EVERY_DTYPE = GridSupports()
 

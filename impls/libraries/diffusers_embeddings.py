@@ -12,9 +12,9 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.kinds.timestep import TimestepSpec
-from harness.core.kinds.timestep.supports import TimestepSupports
+from harness import TimestepSupports
 
-from ..rotary._supports import RotarySupports
+from harness import RotarySupports
 from ._common import LibrarySupports, even_width, torch_dtype, torch_positions
 
 
@@ -27,7 +27,7 @@ def _default_or_linear(spec: RotarySpec) -> Optional[str]:
 
 @register(name="diffusers-timestep-embedding", backend="torch", workload="timestep",
           library="diffusers", requires=("diffusers",), supports=TimestepSupports(
-              dtypes=("float16", "bfloat16", "float32"), why_not_dtypes="diffusers computes in float32"))
+              dtypes=("float16", "bfloat16", "float32"), why_dtypes="diffusers computes in float32"))
 def build_timestep_embedding(spec: TimestepSpec):
     """get_timestep_embedding(t, dim, flip_sin_to_cos=cos_first, downscale_freq_shift=freq_shift,
     scale, max_period), then .to(dtype)."""

@@ -15,7 +15,7 @@ import numpy as np
 from harness import register
 from harness.core.kinds.grid import GridSpec
 
-from ..grid._supports import GridSupports
+from harness import GridSupports
 from ._common import LibrarySupports, torch_dtype
 
 #: What both functions hard-code, and why a spec with another value is refused.

@@ -13,7 +13,7 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
-from ..rotary._supports import RotarySupports
+from harness import RotarySupports
 from ..table.library_conventions import LibrarySupports, _positions_fit_dtype
 from ._common import float32_positions
 

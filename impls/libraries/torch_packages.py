@@ -12,7 +12,7 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
-from ..rotary._supports import RotarySupports
+from harness import RotarySupports
 from ._common import LibrarySupports, even_width, no_offset, torch_dtype, two_pairs
 
 F32_AND_HALVES = ("float16", "bfloat16", "float32")

@@ -14,7 +14,7 @@ from typing import Any, Optional
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 
-from ..rotary._supports import RotarySupports
+from harness import RotarySupports
 from ._common import LibrarySupports, torch_dtype
 from ._hf_config import rotary_module
 

@@ -12,7 +12,7 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
-from ..rotary._supports import RotarySupports
+from harness import RotarySupports
 from ._common import LibrarySupports, even_width, float32_positions, torch_dtype
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from harness import register
 from harness.core.kinds.timestep import TimestepSpec
-from harness.core.kinds.timestep.supports import TimestepSupports
+from harness import TimestepSupports
 
 FASTMATH = {"contract"}   # fuse a*b + c into an FMA; no reassociation, no unsafe math
 TWO_OVER_PI = 2.0 / math.pi

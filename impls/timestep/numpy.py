@@ -17,7 +17,7 @@ import numpy as np
 
 from harness import register
 from harness.core.kinds.timestep import TimestepSpec
-from harness.core.kinds.timestep.supports import TimestepSupports
+from harness import TimestepSupports
 
 #: NumPy has no bfloat16 of its own.
 NUMPY_DTYPES = TimestepSupports(dtypes=("float16", "float32", "float64"))

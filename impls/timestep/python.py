@@ -8,7 +8,7 @@ import numpy as np
 
 from harness import register
 from harness.core.kinds.timestep import TimestepSpec
-from harness.core.kinds.timestep.supports import TimestepSupports
+from harness import TimestepSupports
 
 #: One Python call per element: past this it costs seconds and says nothing new.
 MAX_ELEMENTS = 20_000

@@ -10,7 +10,7 @@ import math
 
 from harness import register
 from harness.core.kinds.timestep import TimestepSpec
-from harness.core.kinds.timestep.supports import TimestepSupports
+from harness import TimestepSupports
 
 
 @register(name="timestep-tf", backend="tensorflow", workload="timestep", supports=TimestepSupports())

@@ -17,10 +17,10 @@ import math
 
 from harness import register
 from harness.core.kinds.timestep import TimestepSpec
-from harness.core.kinds.timestep.supports import TimestepSupports
+from harness import TimestepSupports
 
 DIFFUSERS_DTYPES = TimestepSupports(dtypes=("float16", "bfloat16", "float32"),
-                                    why_not_dtypes="diffusers computes in float32")
+                                    why_dtypes="diffusers computes in float32")
 EVERY_DTYPE = TimestepSupports()
 
 

@@ -1,4 +1,4 @@
-"""Declarative `supports`: which conventions an implementation covers.
+"""Declarative `supports` for the 1-D table: which conventions an implementation covers.
 
 A plugin may pass any `spec -> None | reason` callable as `supports`; the
 built-ins use `Supports(...)`, which is also such a callable and can describe
@@ -7,18 +7,19 @@ itself for `python -m harness list`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
+from harness.core.kinds.supports import BaseSupports
 from harness.core.kinds.table.spec import LAYOUTS, Spec
 
 
 @dataclass(frozen=True)
-class Supports:
+class Supports(BaseSupports):
     """Conventions covered. Defaults are everything except the narrow extras."""
 
     layouts: tuple[str, ...] = LAYOUTS
-    dtypes: tuple[str, ...] = ("float32", "float64")
+    dtypes: tuple[str, ...] = field(default=("float32", "float64"), kw_only=True)
     freq_shifts: Optional[tuple[float, ...]] = None   # None: any value
     base: bool = True                                 # any base, not only 10000
     offset: bool = True
@@ -26,11 +27,9 @@ class Supports:
     odd: tuple[str, ...] = ("error",)                 # policies for odd widths
     scale: bool = False
 
-    def __call__(self, spec: Spec) -> Optional[str]:
+    def refuse_convention(self, spec: Spec) -> Optional[str]:
         if spec.layout not in self.layouts:
             return f"layout {spec.layout!r} not supported (only {'/'.join(self.layouts)})"
-        if spec.dtype not in self.dtypes:
-            return f"dtype {spec.dtype} not supported (only {'/'.join(self.dtypes)})"
         if self.freq_shifts is not None and spec.freq_shift not in self.freq_shifts:
             return f"freq_shift={spec.freq_shift} not supported (only {self.freq_shifts})"
         if not self.base and spec.base != 10000.0:
@@ -46,7 +45,7 @@ class Supports:
         return None
 
     def describe(self) -> str:
-        parts = ["/".join(self.layouts), "/".join(d.replace("float", "f") for d in self.dtypes)]
+        parts = ["/".join(self.layouts), self.describe_dtypes()]
         if self.freq_shifts is not None:
             parts.append("shift=" + ",".join(f"{s:g}" for s in self.freq_shifts))
         parts += [flag for flag, on in (("base", self.base), ("offset", self.offset),
@@ -54,4 +53,4 @@ class Supports:
         odd = [p for p in self.odd if p != "error"]
         if odd:
             parts.append("odd=" + "/".join(odd))
-        return " ".join(parts)
+        return " ".join(parts + self.describe_cap())
