@@ -18,7 +18,7 @@ from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.remeasure import MAX_ATTEMPTS
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
 from harness.core import kinds
-from harness.core.kinds.table.spec import DTYPES
+from harness.core.kinds.fields import DTYPES
 from harness.runs import journal
 from harness.util.arguments import at_least as _at_least
 from harness.util.arguments import positive_seconds as _positive

@@ -1,7 +1,7 @@
 """What every kind's spec shares: sizes in bytes, `replace`, and a JSON round trip.
 
 A spec is a frozen dataclass; its kind says how many elements it describes (`elements`), and
-this mixin derives the rest, so the four kinds cannot drift apart in how they count bytes or
+this mixin derives the rest (and the memory guard every spec runs last), so the four kinds cannot drift apart in how they count bytes or
 how `spec_from_dict` reads back what `as_dict` printed (tuples travel as JSON lists).
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import MISSING, fields, replace
 from typing import Any, Mapping, TypeVar
+
+from harness.util import memory
 
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
@@ -37,6 +39,11 @@ class SpecRecord:
     def nbytes_reference(self) -> int:
         """Bytes of the float64 reference."""
         return self.elements * 8
+
+    def check_memory(self, what: str) -> None:
+        """Refuse a spec whose float64 reference this machine cannot hold now (`what` names it)."""
+        if self.nbytes_reference > memory.CHECK_ABOVE:
+            memory.check_fits(self.nbytes_reference, what=what)
 
     def replace(self: S, **changes: Any) -> S:
         return replace(self, **changes)

@@ -44,18 +44,20 @@ class Rule:
     test: Callable[[Any], bool]
     convert: Callable[[Any], Any] = lambda value: value
     optional: bool = False          # None is allowed, and kept
+    says_none: bool = True          # ... and the error says so
 
     def check(self, name: str, value: Any) -> Any:
         """The value to store, or a ValueError naming the field, the rule and the value."""
         if value is None and self.optional:
             return None
         if not self.test(value):
-            either = "None or " if self.optional else ""
+            either = "None or " if self.optional and self.says_none else ""
             raise ValueError(f"{name} must be {either}{self.text}, got {value!r}")
         return self.convert(value)
 
-    def or_none(self) -> "Rule":
-        return Rule(self.text, self.test, self.convert, optional=True)
+    def or_none(self, says_none: bool = True) -> "Rule":
+        """The same rule with None allowed too (`says_none`: the error mentions it)."""
+        return Rule(self.text, self.test, self.convert, optional=True, says_none=says_none)
 
 
 def integer(minimum: int, even: bool = False, note: str = "") -> Rule:

@@ -10,7 +10,7 @@ import random
 
 from harness.core.kinds.grid.conventions import CONVENTIONS
 from harness.core.kinds.grid.spec import COORDS, LAYOUTS, GridSpec, split_unit
-from harness.core.kinds.table.spec import DTYPES
+from harness.core.kinds.fields import DTYPES
 
 #: (grid, d_model, dtype, convention) : each named convention on a grid of its own
 _NAMED = (

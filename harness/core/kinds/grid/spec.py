@@ -16,13 +16,12 @@ different specs never describe the same table.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, fields
 from typing import Any, Optional
 
+from harness.core.kinds.fields import (DTYPE, FLAG, MAX_ANGLE, Rule, check_fields, integer, is_finite,
+                                       is_int, number, one_of)
 from harness.core.record import SpecRecord
-from harness.core.kinds.table.spec import DTYPES, MAX_ANGLE
-from harness.util import memory
 
 #: How an axis's sin/cos columns are placed: per axis sin block | cos block (MAE, diffusers),
 #: per axis sin cos pairs (DETR), or every axis's sin block then every axis's cos (timm).
@@ -35,16 +34,19 @@ TWO_PI = 2.0 * math.pi
 NORMALIZED_ONLY = {"norm_eps": 0.0, "norm_scale": TWO_PI}
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_finite(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+#: What each scalar field may hold, checked in this order (harness.core.kinds.fields); the
+#: tuples (grid, split, axis_order, interpolation_scale) and freq_shift, whose bound is the
+#: narrowest axis's width, are checked after, against the others.
+RULES: dict[str, Rule] = {
+    "d_model": integer(2), "extra": integer(0, note="leading zero rows"), "layout": one_of(LAYOUTS),
+    "cos_first": FLAG, "base": number(above=0, not_equal=1), "coords": one_of(COORDS),
+    "start": number(note="the coordinate of index 0"), "norm_eps": number(at_least=0),
+    "norm_scale": number(above=0), "base_size": number(above=0).or_none(), "dtype": DTYPE,
+}
 
 
 def _int_tuple(name: str, value: Any, ndim: Optional[int], minimum: int) -> tuple[int, ...]:
-    if not isinstance(value, (tuple, list)) or not all(_is_int(v) and v >= minimum for v in value):
+    if not isinstance(value, (tuple, list)) or not all(is_int(v) and v >= minimum for v in value):
         raise ValueError(f"{name} must be a tuple of integers >= {minimum}, got {value!r}")
     if ndim is not None and len(value) != ndim:
         raise ValueError(f"{name} must have one entry per grid axis ({ndim}), got {value!r}")
@@ -96,29 +98,20 @@ class GridSpec(SpecRecord):
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
-        self._check_shape()
-        self._check_channels()
-        self._check_coordinates()
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-        if self.max_angle > MAX_ANGLE:
-            raise ValueError(f"the largest angle, {self.max_angle:.3g} rad, must be <= 2**53 (where "
-                             "float64 angles lose their fraction): use a base > 1 or smaller positions")
-        if self.nbytes_reference > memory.CHECK_ABOVE:
-            memory.check_fits(self.nbytes_reference, what=f"a {self.rows} x {self.d_model} float64 table")
-
-    def _set(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-
-    def _check_shape(self) -> None:
         if not isinstance(self.grid, (tuple, list)) or len(self.grid) not in NDIMS:
             raise ValueError(f"grid must be a tuple of {' or '.join(map(str, NDIMS))} axis sizes "
                              f"((H, W) or (T, H, W)), got {self.grid!r}")
         self._set("grid", _int_tuple("grid", self.grid, None, 1))
-        if not _is_int(self.d_model) or self.d_model < 2:
-            raise ValueError(f"d_model must be an integer >= 2, got {self.d_model!r}")
-        if not _is_int(self.extra) or self.extra < 0:
-            raise ValueError(f"extra must be an integer >= 0 (leading zero rows), got {self.extra!r}")
+        check_fields(self, RULES)
+        self._check_channels()
+        self._check_coordinates()
+        if self.max_angle > MAX_ANGLE:
+            raise ValueError(f"the largest angle, {self.max_angle:.3g} rad, must be <= 2**53 (where "
+                             "float64 angles lose their fraction): use a base > 1 or smaller positions")
+        self.check_memory(f"a {self.rows} x {self.d_model} float64 table")
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
 
     def _check_channels(self) -> None:
         ndim = len(self.grid)
@@ -135,40 +128,18 @@ class GridSpec(SpecRecord):
         if sorted(order) != list(range(ndim)):
             raise ValueError(f"axis_order must be a permutation of {tuple(range(ndim))}, got {order}")
         self._set("axis_order", order)
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
-        if not isinstance(self.cos_first, bool):
-            raise ValueError(f"cos_first must be True or False, got {self.cos_first!r}")
-        if not _is_finite(self.base) or self.base <= 0 or self.base == 1:
-            raise ValueError(f"base must be a finite number > 0 and != 1, got {self.base!r}")
-        self._set("base", float(self.base))
         narrowest = min(self.widths) / 2
-        if not _is_finite(self.freq_shift) or self.freq_shift >= narrowest:
+        if not is_finite(self.freq_shift) or self.freq_shift >= narrowest:
             raise ValueError(f"freq_shift must be a finite number < {narrowest:g} (half the narrowest "
                              f"axis width, so every denominator is > 0), got {self.freq_shift!r}")
         self._set("freq_shift", float(self.freq_shift))
 
     def _check_coordinates(self) -> None:
         ndim = len(self.grid)
-        if self.coords not in COORDS:
-            raise ValueError(f"coords must be one of {COORDS}, got {self.coords!r}")
-        if not _is_finite(self.start):
-            raise ValueError(f"start must be a finite number (the coordinate of index 0), got {self.start!r}")
-        self._set("start", float(self.start))
-        if not _is_finite(self.norm_eps) or self.norm_eps < 0:
-            raise ValueError(f"norm_eps must be a finite number >= 0, got {self.norm_eps!r}")
-        if not _is_finite(self.norm_scale) or self.norm_scale <= 0:
-            raise ValueError(f"norm_scale must be a finite number > 0, got {self.norm_scale!r}")
-        for name in NORMALIZED_ONLY:
-            self._set(name, float(getattr(self, name)))
-        if self.base_size is not None:
-            if not _is_finite(self.base_size) or self.base_size <= 0:
-                raise ValueError(f"base_size must be None or a finite number > 0, got {self.base_size!r}")
-            self._set("base_size", float(self.base_size))
         scales = self.interpolation_scale
-        scales = (1.0,) * ndim if scales is None else (scales,) * ndim if _is_finite(scales) else scales
+        scales = (1.0,) * ndim if scales is None else (scales,) * ndim if is_finite(scales) else scales
         if (not isinstance(scales, (tuple, list)) or len(scales) != ndim
-                or not all(_is_finite(s) and s > 0 for s in scales)):
+                or not all(is_finite(s) and s > 0 for s in scales)):
             raise ValueError(f"interpolation_scale must be a number > 0 or one per grid axis ({ndim}), "
                              f"got {self.interpolation_scale!r}")
         self._set("interpolation_scale", tuple(float(s) for s in scales))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from harness.core.kinds.rotary.spec import LAYOUTS, RotarySpec
-from harness.core.kinds.table.spec import DTYPES
+from harness.core.kinds.fields import DTYPES
 
 #: A case reaching this many positions is "long" (as the 1-D table's cases count it).
 LONG_POSITIONS = 100_000

@@ -10,16 +10,15 @@ the same cache.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 import numpy as np
 
+from harness.core.kinds.fields import (DTYPE, FLAG, MAX_ANGLE, MAX_POSITION, Rule, check_fields,
+                                       integer, is_finite, is_int, number, one_of)
 from harness.core.kinds.rotary import scaling
 from harness.core.record import SpecRecord
-from harness.core.kinds.table.spec import DTYPES, MAX_ANGLE, MAX_POSITION
-from harness.util import memory
 
 LAYOUTS = ("half", "interleaved")
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
@@ -46,12 +45,17 @@ SCALING_FIELDS = ("factor", "original_max_position_embeddings", "max_position_em
                   "long_factor", "attention_factor", "mscale", "mscale_all_dim", "truncate")
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_finite(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+#: What each field may hold, checked in this order (harness.core.kinds.fields); rotary_dim,
+#: the factor lists and what each rope_type reads are checked after, against the others.
+RULES: dict[str, Rule] = {
+    "length": integer(1), "head_dim": integer(2, even=True), "offset": integer(0),
+    "base": number(above=1), "layout": one_of(LAYOUTS), "dtype": DTYPE, "rope_type": one_of(ROPE_TYPES),
+    "factor": number(above=0), "low_freq_factor": number(above=0), "beta_slow": number(above=0),
+    "beta_fast": number(), "high_freq_factor": number(),
+    "attention_factor": number(above=0).or_none(False), "mscale": number().or_none(False),
+    "mscale_all_dim": number().or_none(False), "truncate": FLAG,
+    "original_max_position_embeddings": integer(2).or_none(), "max_position_embeddings": integer(2).or_none(),
+}
 
 
 @dataclass(frozen=True)
@@ -81,80 +85,33 @@ class RotarySpec(SpecRecord):
     truncate: bool = True
 
     def __post_init__(self) -> None:
+        check_fields(self, RULES)
         self._check_shape()
-        self._check_convention()
         self._check_scaling()
         self._check_rope_type()
         self._check_angles()
-        if self.nbytes_reference > memory.CHECK_ABOVE:
-            memory.check_fits(self.nbytes_reference,
-                              what=f"a 2 x {self.length} x {self.rot} float64 rotary cache")
+        self.check_memory(f"a 2 x {self.length} x {self.rot} float64 rotary cache")
 
     # -- validation -------------------------------------------------------------------------
     def _check_shape(self) -> None:
-        if not _is_int(self.length) or self.length < 1:
-            raise ValueError(f"length must be an integer >= 1, got {self.length!r}")
-        if not _is_int(self.head_dim) or self.head_dim < 2 or self.head_dim % 2:
-            raise ValueError(f"head_dim must be an even integer >= 2, got {self.head_dim!r}")
-        if self.rotary_dim is not None and (not _is_int(self.rotary_dim) or self.rotary_dim % 2
+        if self.rotary_dim is not None and (not is_int(self.rotary_dim) or self.rotary_dim % 2
                                             or not 2 <= self.rotary_dim <= self.head_dim):
             raise ValueError(f"rotary_dim must be None (= head_dim) or an even integer with "
                              f"2 <= rotary_dim <= head_dim={self.head_dim}, got {self.rotary_dim!r}")
         if self.rotary_dim == self.head_dim:
             object.__setattr__(self, "rotary_dim", None)   # one spelling of full rotary
-        if not _is_int(self.offset) or self.offset < 0:
-            raise ValueError(f"offset must be an integer >= 0, got {self.offset!r}")
         if self.offset + self.length > MAX_POSITION:
             raise ValueError(f"offset + length must be <= 2**53 (positions exact in float64), "
                              f"got {self.offset} + {self.length}")
 
-    def _check_convention(self) -> None:
-        if not _is_finite(self.base) or self.base <= 1:
-            raise ValueError(f"base must be a finite number > 1, got {self.base!r}")
-        object.__setattr__(self, "base", float(self.base))
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-        if self.rope_type not in ROPE_TYPES:
-            raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {self.rope_type!r}")
-
     def _check_scaling(self) -> None:
-        for name in ("factor", "low_freq_factor", "beta_slow"):
-            self._positive(name)
-        for name in ("beta_fast", "high_freq_factor"):
-            self._finite(name)
-        for name in ("attention_factor",):
-            if getattr(self, name) is not None:
-                self._positive(name)
-        for name in ("mscale", "mscale_all_dim"):
-            if getattr(self, name) is not None:
-                self._finite(name)
         if self.beta_fast <= self.beta_slow:
             raise ValueError(f"beta_fast must be > beta_slow={self.beta_slow}, got {self.beta_fast!r}")
         if self.high_freq_factor <= self.low_freq_factor:
             raise ValueError(f"high_freq_factor must be > low_freq_factor={self.low_freq_factor}, "
                              f"got {self.high_freq_factor!r}")
-        if not isinstance(self.truncate, bool):
-            raise ValueError(f"truncate must be True or False, got {self.truncate!r}")
-        for name in ("original_max_position_embeddings", "max_position_embeddings"):
-            value = getattr(self, name)
-            if value is not None and (not _is_int(value) or value < 2):
-                raise ValueError(f"{name} must be None or an integer >= 2, got {value!r}")
         for name in ("short_factor", "long_factor"):
             self._factor_list(name)
-
-    def _positive(self, name: str) -> None:
-        value = getattr(self, name)
-        if not _is_finite(value) or value <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        object.__setattr__(self, name, float(value))
-
-    def _finite(self, name: str) -> None:
-        value = getattr(self, name)
-        if not _is_finite(value):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
-        object.__setattr__(self, name, float(value))
 
     def _factor_list(self, name: str) -> None:
         value = getattr(self, name)
@@ -163,7 +120,7 @@ class RotarySpec(SpecRecord):
         if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
             raise ValueError(f"{name} must be None or a sequence of n_freq={self.n_freq} numbers > 0, "
                              f"got {value!r}")
-        if len(value) != self.n_freq or not all(_is_finite(v) and v > 0 for v in value):
+        if len(value) != self.n_freq or not all(is_finite(v) and v > 0 for v in value):
             raise ValueError(f"{name} must hold n_freq = rotary_dim // 2 = {self.n_freq} finite numbers "
                              f"> 0, got {len(value)} values: {list(value)[:8]}")
         object.__setattr__(self, name, tuple(float(v) for v in value))

@@ -19,29 +19,22 @@ value and every error names the field and the allowed range.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, fields
-from typing import Any
 
+from harness.core.kinds.fields import (DTYPE, DTYPES, FLAG, MAX_ANGLE, MAX_POSITION, Rule, check_fields,
+                                       integer, number, one_of)
 from harness.core.record import SpecRecord
-from harness.util import memory
+
+__all__ = ["DTYPES", "LAYOUTS", "MAX_ANGLE", "MAX_POSITION", "ODD_POLICIES", "SPEC_FIELDS", "Spec"]
 
 LAYOUTS = ("interleaved", "concat")
 ODD_POLICIES = ("error", "pad", "extend")
-DTYPES = ("float16", "bfloat16", "float32", "float64")
-#: Positions must be exact integers in float64, the reference precision.
-MAX_POSITION = 2**53
-#: Angles past this have no fractional part in float64: sin and cos of them are noise, and
-#: past 1.8e308 the reference is NaN. The largest angle of a table must stay below it.
-MAX_ANGLE = 2.0**53
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+#: What each field may hold, checked in this order (harness.core.kinds.fields).
+RULES: dict[str, Rule] = {
+    "length": integer(1), "d_model": integer(2), "base": number(above=0, not_equal=1),
+    "layout": one_of(LAYOUTS), "odd": one_of(ODD_POLICIES), "dtype": DTYPE, "cos_first": FLAG,
+    "offset": integer(0), "scale": number(above=0), "freq_shift": number(to_float=False),
+}
 
 
 @dataclass(frozen=True)
@@ -60,46 +53,24 @@ class Spec(SpecRecord):
     scale: float = 1.0
 
     def __post_init__(self) -> None:
-        if not _is_int(self.length) or self.length < 1:
-            raise ValueError(f"length must be an integer >= 1, got {self.length!r}")
-        if not _is_int(self.d_model) or self.d_model < 2:
-            raise ValueError(f"d_model must be an integer >= 2, got {self.d_model!r}")
-        if not _is_real(self.base) or not math.isfinite(self.base) or self.base <= 0 or self.base == 1:
-            raise ValueError(f"base must be a finite number > 0 and != 1, got {self.base!r}")
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
-        if self.odd not in ODD_POLICIES:
-            raise ValueError(f"odd must be one of {ODD_POLICIES}, got {self.odd!r}")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-        if not isinstance(self.cos_first, bool):
-            raise ValueError(f"cos_first must be True or False, got {self.cos_first!r}")
-        if not _is_int(self.offset) or self.offset < 0:
-            raise ValueError(f"offset must be an integer >= 0, got {self.offset!r}")
+        check_fields(self, RULES)
         if self.offset + self.length > MAX_POSITION:
             raise ValueError(
                 f"offset + length must be <= 2**53 (positions exact in float64), "
                 f"got {self.offset} + {self.length}"
             )
-        if not _is_real(self.scale) or not math.isfinite(self.scale) or self.scale <= 0:
-            raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
         if self.d_model % 2 and self.odd == "error":
             raise ValueError(
                 f"d_model must be even when odd='error', got {self.d_model} "
                 "(use odd='pad' or odd='extend' for odd widths)"
             )
-        if not _is_real(self.freq_shift) or not math.isfinite(self.freq_shift):
-            raise ValueError(f"freq_shift must be a finite number, got {self.freq_shift!r}")
         if self.denominator <= 0:
             raise ValueError(
                 f"freq_shift must be < {self.half_width} for d_model={self.d_model} "
                 f"(denominator d_model/2 - freq_shift must be > 0), got {self.freq_shift!r}"
             )
-        object.__setattr__(self, "base", float(self.base))
-        object.__setattr__(self, "scale", float(self.scale))
         self._check_angles()
-        if self.nbytes_reference > memory.CHECK_ABOVE:
-            memory.check_fits(self.nbytes_reference, what=f"a {self.length} x {self.d_model} float64 table")
+        self.check_memory(f"a {self.length} x {self.d_model} float64 table")
 
     def _check_angles(self) -> None:
         """The largest angle must be finite and exact to a fraction of a radian in float64."""

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 from harness.core.kinds.timestep.spec import TimestepSpec
-from harness.core.kinds.table.spec import DTYPES
+from harness.core.kinds.fields import DTYPES
 
 #: Named conventions (spec fields), the first the default bench times. diffusers' Timesteps
 #: module takes (flip_sin_to_cos, downscale_freq_shift, scale); its function's defaults are

@@ -17,28 +17,23 @@ every error names the field and its allowed range.
 from __future__ import annotations
 
 import math
-import numbers
 import random
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, Mapping
 
+from harness.core.kinds.fields import (DTYPE, FLAG, MAX_ANGLE, Rule, check_fields, integer, is_finite,
+                                       number)
 from harness.core.record import SpecRecord
-from harness.core.kinds.table.spec import DTYPES, MAX_ANGLE
-from harness.util import memory
 
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _finite_real(name: str, value: Any, rule: str) -> float:
-    if not _is_real(value) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number {rule}, got {value!r}")
-    return float(value)
+#: What each field may hold, checked in this order (harness.core.kinds.fields); freq_shift's
+#: bound depends on dim and is checked after.
+RULES: dict[str, Rule] = {
+    "dim": integer(2, note="one sin/cos pair"), "max_period": number(above=1),
+    "freq_shift": number(), "scale": number(above=0), "cos_first": FLAG, "dtype": DTYPE,
+}
+#: What `uniform` and `random` spread timesteps over: [0, t_max).
+T_MAX = number(above=0)
+COUNT = integer(1)
 
 
 def _timesteps(values: Any) -> tuple[float, ...]:
@@ -50,7 +45,7 @@ def _timesteps(values: Any) -> tuple[float, ...]:
     if not items:
         raise ValueError("timesteps must be a non-empty sequence of finite numbers >= 0, got none")
     for i, t in enumerate(items):
-        if not _is_real(t) or not math.isfinite(t) or t < 0:
+        if not is_finite(t) or t < 0:
             raise ValueError(f"timesteps must be finite numbers >= 0, got {t!r} at index {i}")
     return tuple(float(t) for t in items)
 
@@ -69,51 +64,31 @@ class TimestepSpec(SpecRecord):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timesteps", _timesteps(self.timesteps))
-        if not _is_int(self.dim) or self.dim < 2:
-            raise ValueError(f"dim must be an integer >= 2 (one sin/cos pair), got {self.dim!r}")
-        max_period = _finite_real("max_period", self.max_period, "> 1")
-        if max_period <= 1:
-            raise ValueError(f"max_period must be a finite number > 1, got {self.max_period!r}")
-        shift = _finite_real("freq_shift", self.freq_shift, f"< dim // 2 = {self.half}")
-        if shift >= self.half:
+        check_fields(self, RULES)
+        if self.freq_shift >= self.half:
             raise ValueError(
                 f"freq_shift must be < dim // 2 = {self.half} for dim={self.dim} (the divisor "
                 f"dim // 2 - freq_shift must be > 0), got {self.freq_shift!r}")
-        scale = _finite_real("scale", self.scale, "> 0")
-        if scale <= 0:
-            raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
-        if not isinstance(self.cos_first, bool):
-            raise ValueError(f"cos_first must be True or False, got {self.cos_first!r}")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-        for name, value in (("max_period", max_period), ("freq_shift", shift), ("scale", scale)):
-            object.__setattr__(self, name, value)
         if self.max_angle > MAX_ANGLE:
             raise ValueError(
                 f"timesteps * scale must be <= 2**53 (~9.0e15, where float64 angles lose their "
                 f"fraction), got {self.max_timestep:g} * {self.scale:g} = {self.max_angle:.3g}")
-        if self.nbytes_reference > memory.CHECK_ABOVE:
-            memory.check_fits(self.nbytes_reference,
-                              what=f"a {self.count} x {self.dim} float64 embedding")
+        self.check_memory(f"a {self.count} x {self.dim} float64 embedding")
 
     @classmethod
     def uniform(cls, count: int, dim: int, t_max: float = 1000.0, **fields: Any) -> "TimestepSpec":
         """`count` timesteps spread evenly over [0, t_max): DDPM's integer steps when
         t_max == count, fractional ones otherwise."""
-        _check_count(count)
-        t_max = _finite_real("t_max", t_max, "> 0")
-        if t_max <= 0:
-            raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
+        COUNT.check("count", count)
+        t_max = T_MAX.check("t_max", t_max)
         return cls(tuple(i * t_max / count for i in range(count)), dim, **fields)
 
     @classmethod
     def random(cls, count: int, dim: int, seed: int = 0, t_max: float = 1000.0,
                **fields: Any) -> "TimestepSpec":
         """`count` seeded random fractional timesteps in [0, t_max) (continuous-time samplers)."""
-        _check_count(count)
-        t_max = _finite_real("t_max", t_max, "> 0")
-        if t_max <= 0:
-            raise ValueError(f"t_max must be a finite number > 0, got {t_max!r}")
+        COUNT.check("count", count)
+        t_max = T_MAX.check("t_max", t_max)
         rng = random.Random(seed)
         return cls(tuple(rng.uniform(0.0, t_max) for _ in range(count)), dim, **fields)
 
@@ -154,11 +129,6 @@ class TimestepSpec(SpecRecord):
             extra.append("cos_first")
         span = f"t={min(self.timesteps):g}..{self.max_timestep:g}"
         return " ".join([f"{self.count}x{self.dim}", span, self.dtype, *extra])
-
-
-def _check_count(count: Any) -> None:
-    if not _is_int(count) or count < 1:
-        raise ValueError(f"count must be an integer >= 1, got {count!r}")
 
 
 TIMESTEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TimestepSpec))
