@@ -2,7 +2,8 @@
 
 Every backend-specific decision of the harness goes through a `Backend`: what
 must be importable, which distributions to record in env.json, how to pin its
-threads, whether an object is one of its arrays and how to bring it to NumPy,
+threads, how to wait for a result dispatched asynchronously, whether an object is one of
+its arrays and how to bring it to NumPy,
 how to poison a returned buffer, how to measure peak memory, whether it can see
 a CUDA device, and how to capture a call into a CUDA graph. Adding a backend is
 one module in this package that builds one of these, plus its implementations.
@@ -40,6 +41,9 @@ class Backend:
     capture: Optional[Callable[[Call], Call]] = None   # a CUDA-graph replay of the call
     install: str = ""                                  # how to get it, for "not installed"
     prepare: Optional[Callable[[], None]] = None       # once per process, before its impls run
+    #: block until a result returned before it was computed (asynchronous dispatch) is ready:
+    #: bench times a call up to this, on every device
+    wait: Optional[Callable[[Any], Any]] = None
 
     def missing(self) -> Optional[str]:
         """None when its modules import here, else which one is missing (without importing)."""

@@ -13,7 +13,6 @@ locked (.run.lock) until the last post-step ends, so a second writer or a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 
@@ -22,7 +21,7 @@ from harness.bench.grid import plan
 from harness.core.registry import Implementation
 from harness.core.selection import select
 from harness.runs.results import FILENAME as CSV
-from harness.util import exitcodes
+from harness.util import cpus, exitcodes
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +38,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         cells = plan(chosen, opts.grid)
         print("\n".join(sweep.describe(cells, sweep.groups(cells.cells))))
         return exitcodes.OK
-    run_dir = sweep.open_run(opts, sys.argv, os.cpu_count() or 1)
+    run_dir = sweep.open_run(opts, sys.argv, cpus.usable())
     try:
         return _run(opts, chosen, run_dir)
     finally:

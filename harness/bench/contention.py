@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from harness.util import cpus
+
 COLUMNS = ("load_before", "load_after", "others_busy", "cores")
 
 
@@ -44,7 +46,7 @@ class Sample:
 def sample() -> Sample:
     """Read the clocks now (a few microseconds: /proc/stat, times(2), the load average)."""
     return Sample(time.monotonic(), _busy_seconds(), sum(os.times()[:2]), _load_average(),
-                  len(_cpus()))
+                  len(cpus.affinity()))
 
 
 def others_busy(before: Sample, after: Sample) -> float:
@@ -68,13 +70,6 @@ def columns(before: Optional[Sample], after: Optional[Sample]) -> dict[str, Any]
             "others_busy": others_busy(before, after), "cores": before.cores}
 
 
-def _cpus() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:   # not Linux
-        return list(range(os.cpu_count() or 1))
-
-
 def _busy_seconds() -> float:
     """CPU-seconds the cores this process may run on have spent busy (steal included: a
     hypervisor running someone else is someone else), NaN where psutil cannot tell."""
@@ -84,8 +79,8 @@ def _busy_seconds() -> float:
         per_cpu = psutil.cpu_times(percpu=True)
     except Exception:
         return math.nan
-    cpus = _cpus()
-    chosen = [per_cpu[i] for i in cpus] if cpus and max(cpus) < len(per_cpu) else per_cpu
+    mine = cpus.affinity()
+    chosen = [per_cpu[i] for i in mine] if mine and max(mine) < len(per_cpu) else per_cpu
     return sum(_busy(t) for t in chosen)
 
 

@@ -9,6 +9,7 @@ index is refreshed).
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ import psutil
 
 from harness import backends
 from harness.backends import cuda_driver
-from harness.util import io
+from harness.util import cpus, io
 
 FILENAME = "env.json"
 #: label: distributions that provide it, first found wins; the backends' come from their adapters
@@ -120,8 +121,9 @@ def collect(run: str, argv: Sequence[str], cores: int) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_model": cpu_model(),
-        "cores_logical": cores,
+        "cores_logical": os.cpu_count(),
         "cores_physical": psutil.cpu_count(logical=False),
+        **cpus.describe(),          # affinity and quota: what the run's threads could use
         "memory_bytes": psutil.virtual_memory().total,
         "gpu": gpu,
         "gpus": found,

@@ -53,7 +53,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         done["build_s"] = time.perf_counter() - start
         stage = "setup check"
         done["retains_bytes"], lookup = validity.setup_retention(impl, cell, fn)
-        call = modes.synced(fn, cell.device)
+        call = modes.synced(fn, cell.device, cell.backend)
         samples.append(meter())
         stage = "first call"
         start = time.perf_counter()

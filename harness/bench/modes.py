@@ -44,14 +44,19 @@ def modes_for(backend: str, device: str, wanted: tuple[str, ...] = MODES) -> tup
     return tuple(m for m in wanted if m != "graph" or capture)
 
 
-def synced(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
-    """`fn` followed by a device sync, so that a call's time covers the kernels it launched."""
-    if device == "cpu":
+def synced(fn: Callable[[], Any], device: str, backend: str) -> Callable[[], Any]:
+    """`fn` followed by a wait for its result where the backend dispatches asynchronously (JAX,
+    even on the CPU) and a device sync, so that a call's time covers the work it started."""
+    wait = backends.get(backend).wait
+    if device == "cpu" and wait is None:
         return fn
 
     def call() -> Any:
         out = fn()
-        cuda_driver.synchronize()
+        if wait is not None:
+            wait(out)
+        if device != "cpu":
+            cuda_driver.synchronize()
         return out
 
     return call
@@ -87,7 +92,7 @@ def rounds_for(mode: str, fn: Callable[[], Any], backend: str, device: str,
             return Rounds(capture(fn))
         except Exception as exc:
             raise NotCapturable(f"{type(exc).__name__}: {exc}".replace("\n", " ")) from exc
-    call = synced(fn, device)
+    call = synced(fn, device, backend)
     if mode == "flush":
         count = int(max_time / max(call_s, 1e-7))
         return Rounds(call, cuda_driver.l2_flush(), min(max(count, min_rounds), MAX_FLUSH_ROUNDS))

@@ -7,7 +7,6 @@ the CLI turns it into one line and exit code 2, before anything runs.
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -20,6 +19,7 @@ from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
 from harness.core import kinds
 from harness.core.kinds.fields import DTYPES
 from harness.runs import journal
+from harness.util import cpus
 from harness.util.arguments import at_least as _at_least
 from harness.util.arguments import positive_seconds as _positive
 
@@ -99,7 +99,8 @@ def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
         "lengths": (int, lambda n: n >= 1, "integers >= 1"),
         "d_models": (int, lambda d: d >= 2 and d % 2 == 0, "even integers >= 2"),
         "dtypes": (str, lambda t: t in DTYPES, f"names of {_csv(DTYPES)}"),
-        "threads": (int, lambda n: 1 <= n <= cores, f"integers from 1 to {cores} (the cores here)"),
+        "threads": (int, lambda n: 1 <= n <= cores, f"integers from 1 to {cores} (the CPUs this "
+                    "process may use: affinity and cgroup quota)"),
         "workloads": (str, lambda w: w in kinds.all_workloads(),
                       f"names of {_csv(kinds.all_workloads())}"),
         "device_dtypes": (str, lambda t: t in DTYPES, f"names of {_csv(DTYPES)}"),
@@ -109,7 +110,7 @@ def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
 
 def parse(args: argparse.Namespace) -> SweepOptions:
     """Validate everything before anything runs; unset options take the (quick) defaults."""
-    cores = os.cpu_count() or 1
+    cores = cpus.usable()
     base = default_grid(cores, quick=args.quick)
     timing0, limits0 = (QUICK_TIMING, QUICK_LIMITS) if args.quick else (TIMING, LIMITS)
 

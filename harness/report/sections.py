@@ -51,7 +51,8 @@ def environment(run: Run) -> str:
             ("git commit", commit(env)),
             ("python", env.get("python", "-")), ("platform", env.get("platform", "-")),
             ("CPU", f"{env.get('cpu_model', '-')}, {env.get('cores_logical', '?')} logical / "
-                    f"{env.get('cores_physical', '?')} physical cores"),
+                    f"{env.get('cores_physical', '?')} physical cores"
+                    + (f", {env['cpus_usable']} usable by the run" if "cpus_usable" in env else "")),
             ("memory", f"{env['memory_bytes'] / 2**30:.1f} GiB" if env.get("memory_bytes") else "-"),
             ("GPU", env.get("gpu") or "none")]
     rows += [(name, version or "not installed") for name, version in env.get("versions", {}).items()]
