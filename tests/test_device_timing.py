@@ -71,7 +71,7 @@ class FakeBenchmark:
 
     def _stats(self):
         stats = type("S", (), dict(median=1e-5, iqr=1e-7, min=1e-5, mean=1e-5, stddev=1e-7,
-                                   rounds=5))
+                                   rounds=5, data=[1e-5] * 5))
         self.stats = type("B", (), {"stats": stats})
 
 
