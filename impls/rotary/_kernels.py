@@ -9,6 +9,10 @@ halved the vector width; one loop writing both halves of a "half" row did not ve
 Below SERIAL_BELOW elements a kernel runs on one thread: waking the others costs more than the
 work (and far more when another process holds a core). One thread of the parallel build, not a
 serial build: the serial build of the same code was 2x slower here.
+
+Every dtype runs the same kernels: a `Codec` (impls/_numba_half.py) stores each value and loads
+each input, the identity for float32 and float64; float16 and bfloat16 arrays are their uint16
+bits, computed in float32 (scratch and tables) and rounded once on the store.
 """
 
 from __future__ import annotations
@@ -24,10 +28,17 @@ SERIAL_BELOW = 1 << 16
 
 
 @functools.cache
-def kernels() -> SimpleNamespace:
-    """Compile once per process (numba is imported only here)."""
+def kernels(dtype: str = "float32") -> SimpleNamespace:
+    """Compile once per process and codec (numba is imported only here): float32 and float64
+    share one set, each half dtype has its own, with its store and load inlined."""
     import numba
     import numpy as np
+
+    from .._numba_half import codecs
+
+    codec = codecs()[dtype]
+    store, load = codec.store, codec.load
+    native = dtype not in ("float16", "bfloat16")
 
     njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
 
@@ -55,8 +66,11 @@ def kernels() -> SimpleNamespace:
         """Rows of c, s copied from a cache's distinct columns, tables = (cos, sin) `[rows, n]`."""
         cos, sin = tables
         for i in range(p0, p1):
-            c[i - p0] = cos[index[i]]
-            s[i - p0] = sin[index[i]]
+            cr, sr, row = c[i - p0], s[i - p0], index[i]
+            for f in range(c.shape[1]):
+                cr[f] = load(cos[row, f])
+            for f in range(c.shape[1]):
+                sr[f] = load(sin[row, f])
 
     @njit
     def rotate(x, out, p0, p1, c, s, interleaved):
@@ -68,38 +82,45 @@ def kernels() -> SimpleNamespace:
             for i in range(p0, p1):
                 xr, o, cr, sr = x[i], out[i], c[i - p0], s[i - p0]
                 for f in range(n):
-                    x1, x2 = xr[2 * f], xr[2 * f + 1]
-                    o[2 * f] = x1 * cr[f] - x2 * sr[f]
-                    o[2 * f + 1] = x2 * cr[f] + x1 * sr[f]
+                    x1, x2 = load(xr[2 * f]), load(xr[2 * f + 1])
+                    o[2 * f] = store(x1 * cr[f] - x2 * sr[f])
+                    o[2 * f + 1] = store(x2 * cr[f] + x1 * sr[f])
         else:
             for i in range(p0, p1):   # two loops: each vectorises, one writing both did not
                 xr, o, cr, sr = x[i], out[i], c[i - p0], s[i - p0]
                 x1, x2, o1, o2 = xr[:n], xr[n:2 * n], o[:n], o[n:2 * n]
                 for f in range(n):
-                    o1[f] = x1[f] * cr[f] - x2[f] * sr[f]
+                    o1[f] = store(load(x1[f]) * cr[f] - load(x2[f]) * sr[f])
                 for f in range(n):
-                    o2[f] = x2[f] * cr[f] + x1[f] * sr[f]
+                    o2[f] = store(load(x2[f]) * cr[f] + load(x1[f]) * sr[f])
         if 2 * n < x.shape[1]:
             out[p0:p1, 2 * n:] = x[p0:p1, 2 * n:]
 
     @njit
     def cache_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved):
-        """Rows p0:p1 of the cos/sin cache `[length, rot]`: "half" rows are computed straight
-        into their first copy (1.7x faster than through a scratch block), "interleaved" into a
-        scratch row c, s, then each frequency written twice."""
+        """Rows p0:p1 of the cos/sin cache `[length, rot]`: native "half" rows are computed
+        straight into their first copy (1.7x faster than through a scratch block); the rest into
+        a scratch row c, s, then each frequency stored twice."""
         n = c.size
         if interleaved:
             for i in range(p0, p1):
                 angle_row(index, i, tables, c, s)
                 for f in range(n):
-                    out_c[i, 2 * f] = c[f]
-                    out_c[i, 2 * f + 1] = c[f]
-                    out_s[i, 2 * f] = s[f]
-                    out_s[i, 2 * f + 1] = s[f]
+                    out_c[i, 2 * f] = store(c[f])
+                    out_c[i, 2 * f + 1] = store(c[f])
+                    out_s[i, 2 * f] = store(s[f])
+                    out_s[i, 2 * f + 1] = store(s[f])
         else:
             for i in range(p0, p1):
                 oc, os = out_c[i], out_s[i]
-                angle_row(index, i, tables, oc[:n], os[:n])
+                if native:
+                    angle_row(index, i, tables, oc[:n], os[:n])
+                else:
+                    angle_row(index, i, tables, c, s)
+                    for f in range(n):
+                        oc[f] = store(c[f])
+                    for f in range(n):
+                        os[f] = store(s[f])
                 for f in range(n):
                     oc[f + n] = oc[f]
                 for f in range(n):
@@ -112,21 +133,22 @@ def kernels() -> SimpleNamespace:
         threads = max(1, min(numba.get_num_threads(), nblocks))
         return threads, (nblocks + threads - 1) // threads, nblocks
 
-    def cache(out_c, out_s, index, tables, interleaved):
-        """Row p of the cos/sin cache is position offset + index[p]."""
+    def cache(out_c, out_s, index, tables, interleaved, work):
+        """Row p of the cos/sin cache is position offset + index[p]; `work`: an empty array of
+        the dtype the cos/sin are computed in."""
         nchunks, per, nblocks = chunks(index.size)
         for t in numba.prange(nchunks):
-            c, s = np.empty(tables[1].shape[1], out_c.dtype), np.empty(tables[1].shape[1], out_c.dtype)
+            c, s = np.empty(tables[1].shape[1], work.dtype), np.empty(tables[1].shape[1], work.dtype)
             for blk in range(t * per, min(nblocks, (t + 1) * per)):
                 cache_rows(out_c, out_s, index, blk * BLOCK, min(index.size, (blk + 1) * BLOCK), tables,
                            c, s, interleaved)
 
-    def sweep(fill, q, k, oq, ok, index, tables, n, interleaved):
+    def sweep(fill, q, k, oq, ok, index, tables, n, interleaved, work):
         """q, k rotated: each block's cos/sin filled once (`fill`), then every (b, h) row of it."""
         batch, heads, seq, _ = q.shape
         nchunks, per, nblocks = chunks(seq)
         for t in numba.prange(nchunks):
-            c, s = np.empty((BLOCK, n), q.dtype), np.empty((BLOCK, n), q.dtype)
+            c, s = np.empty((BLOCK, n), work.dtype), np.empty((BLOCK, n), work.dtype)
             for blk in range(t * per, min(nblocks, (t + 1) * per)):
                 p0, p1 = blk * BLOCK, min(seq, (blk + 1) * BLOCK)
                 fill(index, p0, p1, tables, c, s)

@@ -7,13 +7,12 @@ from harness.core.kinds.rotary.supports import RotarySupports
 
 #: NumPy has no bfloat16 (and pure Python writes NumPy arrays).
 NUMPY_DTYPES = ("float16", "float32", "float64")
-#: Numba's CPU target has no float16 (nor bfloat16) arrays.
-NUMBA_DTYPES = ("float32", "float64")
 #: Elements one pure-Python call may touch: ~0.1 s per call at ~1 us per element.
 PYTHON_ELEMENTS = 1 << 15
 
 EVERY_SPEC = RotarySupports()
 NUMPY = RotarySupports(dtypes=NUMPY_DTYPES, why_dtypes="NumPy has no bfloat16")
-NUMBA = RotarySupports(dtypes=NUMBA_DTYPES, why_dtypes="Numba's CPU target has no half-precision arrays")
+#: Numba's kernels store half dtypes as uint16 bits (impls/_numba_half.py): every dtype.
+NUMBA = RotarySupports()
 PYTHON = RotarySupports(dtypes=NUMPY_DTYPES, max_elements=PYTHON_ELEMENTS,
                         why_dtypes="its results are NumPy arrays, and NumPy has no bfloat16")

@@ -11,7 +11,9 @@ Outputs are faulted in by one thread before the parallel pass (`first_touch`); t
 variants write into the memory of outputs the caller has let go (harness.util.recycle), which
 spares the page faults of a fresh mapping at every call, as numba-angleadd-recycled does.
 
-float32 and float64 only: Numba's CPU target has no half-precision arrays.
+Every dtype: float16 and bfloat16 are computed in float32 (tables, scratch, rotation) and each
+value rounded once as it is stored into uint16 bits (impls/_numba_half.py), handed back as NumPy
+float16 or a torch bfloat16 tensor over the same memory, no copy.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
+from .._numba_half import HALF_DTYPES, Storage
 from ._kernels import kernels, run
 from ._supports import NUMBA
 from ._tables import pair_slices, split_tables
@@ -31,9 +34,15 @@ class Rotary:
     """One spec's setup: the angle-addition tables, the layout, and where outputs come from."""
 
     def __init__(self, spec: RotarySpec, recycle: bool = False):
-        self.spec, self.kernels, self.recycle = spec, kernels(), recycle
+        half = spec.dtype in HALF_DTYPES
+        self.spec, self.recycle = spec, recycle
+        self.kernels = kernels(spec.dtype if half else "float32")
+        self.storage = Storage(spec.dtype)
+        self.hand = self.storage.result()
+        # half dtypes: float32 tables and scratch (~2e-7, far below a half ulp), 16 lanes a vector
+        self.work = np.empty(0, np.float32 if half else spec.dtype)
         tables = split_tables(spec)
-        self.tables = (tables.step, *tables.cast(np.float64))
+        self.tables = (tables.step, *tables.cast(np.float32 if half else np.float64))
         self.interleaved = spec.layout == "interleaved"
         self.first = pair_slices(spec)[0]
         self.buffers: dict = {}
@@ -41,25 +50,26 @@ class Rotary:
     def empty(self, shape: tuple[int, ...], part: int) -> np.ndarray:
         """A fresh output faulted in by this thread (`first_touch`), or with `recycle` the memory
         of one the caller has let go (harness.util.recycle): no page faults on rebuilds."""
-        fresh = lambda: first_touch(np.empty(shape, self.spec.dtype))   # noqa: E731
+        dtype = self.storage.kernel
+        fresh = lambda: first_touch(np.empty(shape, dtype))   # noqa: E731
         if not self.recycle:
             return fresh()
         key = (shape, part)
         if key not in self.buffers:
-            self.buffers[key] = RecycledBuffers(shape, self.spec.dtype, allocate=fresh)
+            self.buffers[key] = RecycledBuffers(shape, dtype, allocate=fresh)
         return self.buffers[key].take()
 
     def cache(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """cos, sin `[len(index), rot]` at positions offset + index."""
         shape = (index.size, self.spec.rot)
         cos, sin = self.empty(shape, 0), self.empty(shape, 1)
-        run(self.kernels.cache, 2 * cos.size, cos, sin, index, self.tables, self.interleaved)
+        run(self.kernels.cache, 2 * cos.size, cos, sin, index, self.tables, self.interleaved, self.work)
         return cos, sin
 
     def _sweep(self, fill, q, k, index, tables) -> tuple[np.ndarray, np.ndarray]:
         oq, ok = self.empty(q.shape, 0), self.empty(k.shape, 1)
         run(self.kernels.sweep, 2 * q.size, fill, q, k, oq, ok, index, tables, self.spec.n_freq,
-            self.interleaved)
+            self.interleaved, self.work)
         return oq, ok
 
     def fused(self, q: np.ndarray, k: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -70,6 +80,10 @@ class Rotary:
         """Rotate by cache rows: cos, sin are the cache's n_freq distinct columns `[rows, n_freq]`."""
         return self._sweep(self.kernels.gather, q, k, rows, (cos, sin))
 
+    def result(self, pair: tuple[np.ndarray, np.ndarray]) -> tuple:
+        """The two outputs as the dtype's arrays (a view each for the half dtypes, no copy)."""
+        return pair if self.storage.kernel == self.work.dtype else (self.hand(pair[0]), self.hand(pair[1]))
+
     def distinct(self, cos: np.ndarray, sin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The cache's n_freq distinct columns, contiguous: a strided view ('A' layout in Numba)
         would keep the rotation loop from vectorising."""
@@ -77,8 +91,8 @@ class Rotary:
 
 
 def _inputs(spec: RotarySpec, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
-    """q, k in the spec's dtype (C-contiguous) and positions as row indices from offset."""
-    cast = [np.ascontiguousarray(x, dtype=spec.dtype) for x in (q, k)]
+    """q, k in the spec's dtype as the kernels read it (C-contiguous) and positions as row indices from offset."""
+    cast = [Storage(spec.dtype).encode(x) for x in (q, k)]
     return (*cast, np.ascontiguousarray(positions - spec.offset, dtype=np.int64))
 
 
@@ -92,10 +106,10 @@ def _warmed(rotary: Rotary, call):
 
 @register(name="rotary-numba-cache", backend="numba", workload="cache", supports=NUMBA)
 def build_rotary_numba_cache(spec: RotarySpec):
-    """cos/sin cache by float64 angle addition, both copies of each frequency in one parallel pass."""
+    """cos/sin cache by angle addition (float64 tables; float32 for half dtypes), both copies of each frequency in one parallel pass."""
     rotary = Rotary(spec)
     index = np.arange(spec.length, dtype=np.int64)
-    return _warmed(rotary, lambda: rotary.cache(index))
+    return _warmed(rotary, lambda: rotary.result(rotary.cache(index)))
 
 
 @register(name="rotary-numba-cache-recycled", backend="numba", workload="cache", supports=NUMBA)
@@ -103,7 +117,7 @@ def build_rotary_numba_cache_recycled(spec: RotarySpec):
     """rotary-numba-cache into the memory of caches let go: no page faults, two caches kept."""
     rotary = Rotary(spec, recycle=True)
     index = np.arange(spec.length, dtype=np.int64)
-    return _warmed(rotary, lambda: rotary.cache(index))
+    return _warmed(rotary, lambda: rotary.result(rotary.cache(index)))
 
 
 @register(name="rotary-numba-apply-fused", backend="numba", workload="apply", supports=NUMBA)
@@ -111,7 +125,7 @@ def build_rotary_numba_apply_fused(spec: RotarySpec, q, k, positions):
     """One parallel pass, no cache: each position's cos/sin computed once for all batch and heads."""
     rotary = Rotary(spec)
     qx, kx, index = _inputs(spec, q, k, positions)
-    return _warmed(rotary, lambda: rotary.fused(qx, kx, index))
+    return _warmed(rotary, lambda: rotary.result(rotary.fused(qx, kx, index)))
 
 
 @register(name="rotary-numba-apply-fused-recycled", backend="numba", workload="apply", supports=NUMBA)
@@ -119,7 +133,7 @@ def build_rotary_numba_apply_fused_recycled(spec: RotarySpec, q, k, positions):
     """rotary-numba-apply-fused into the memory of outputs let go: no page faults, two kept."""
     rotary = Rotary(spec, recycle=True)
     qx, kx, index = _inputs(spec, q, k, positions)
-    return _warmed(rotary, lambda: rotary.fused(qx, kx, index))
+    return _warmed(rotary, lambda: rotary.result(rotary.fused(qx, kx, index)))
 
 
 @register(name="rotary-numba-apply-cached", backend="numba", workload="apply", supports=NUMBA)
@@ -128,7 +142,7 @@ def build_rotary_numba_apply_cached(spec: RotarySpec, q, k, positions):
     rotary = Rotary(spec)
     qx, kx, rows = _inputs(spec, q, k, positions)
     cos, sin = rotary.distinct(*rotary.cache(np.arange(spec.length, dtype=np.int64)))
-    return _warmed(rotary, lambda: rotary.from_cache(qx, kx, rows, cos, sin))
+    return _warmed(rotary, lambda: rotary.result(rotary.from_cache(qx, kx, rows, cos, sin)))
 
 
 @register(name="rotary-numba-apply-unfused", backend="numba", workload="apply", supports=NUMBA)
@@ -140,6 +154,6 @@ def build_rotary_numba_apply_unfused(spec: RotarySpec, q, k, positions):
 
     def apply():
         cos, sin = rotary.distinct(*rotary.cache(index))
-        return rotary.from_cache(qx, kx, rows, cos, sin)
+        return rotary.result(rotary.from_cache(qx, kx, rows, cos, sin))
 
     return _warmed(rotary, apply)

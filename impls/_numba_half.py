@@ -1,0 +1,141 @@
+"""Half-precision outputs from Numba kernels: float32 math, one rounding, stored as uint16 bits.
+
+Why: Numba's CPU target has no float16 or bfloat16 arrays, and torch's CPU half arithmetic
+made the half-precision caches 8-9x a bare write (docs/fast.md). So a kernel computes in
+float32 and stores each value's 16-bit pattern into a `uint16` buffer, rounded once to the
+nearest (ties to even); the buffer is then handed back without a copy, as NumPy float16 or as a
+torch bfloat16 tensor over the same memory (`Storage`).
+
+- float16: LLVM's `fptrunc` to half and `fpext` back (F16C's vcvtps2ph / vcvtph2ps, vectorised
+  by LLVM): IEEE round-to-nearest-even, subnormals, overflow to inf and NaN as NumPy's cast.
+- bfloat16: the upper 16 bits of the float32 after adding 0x7FFF plus the lowest kept bit
+  (round to nearest even; the same as torch's conversion), NaN kept quiet; widening is a shift.
+
+A `Codec` is the pair of inlined functions a kernel calls on every element it stores and loads;
+for float32 and float64 both are the identity, so one kernel serves every dtype.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+HALF_DTYPES = ("float16", "bfloat16")
+#: Every dtype a codec exists for.
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class Codec:
+    """How a kernel stores to and loads from an array of one dtype; `work` is what it computes in."""
+
+    store: Callable[[Any], Any]    # a work-dtype value -> the array's element
+    load: Callable[[Any], Any]     # an array element -> a work-dtype value
+    work: np.dtype
+
+
+@functools.cache
+def _intrinsics():
+    """The bit casts LLVM has and Numba does not spell (numba is imported only here)."""
+    from llvmlite import ir
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def f16_bits(typingctx, x):
+        """float32 -> its float16 bits, rounded to nearest even (LLVM fptrunc)."""
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+        return types.uint16(types.float32), codegen
+
+    @intrinsic
+    def f16_value(typingctx, b):
+        """float16 bits -> the float32 of the same value (exact)."""
+        def codegen(context, builder, signature, args):
+            return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+        return types.float32(types.uint16), codegen
+
+    @intrinsic
+    def f32_bits(typingctx, x):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.IntType(32))
+        return types.uint32(types.float32), codegen
+
+    @intrinsic
+    def f32_value(typingctx, u):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.FloatType())
+        return types.float32(types.uint32), codegen
+
+    return f16_bits, f16_value, f32_bits, f32_value
+
+
+@functools.cache
+def codecs() -> dict[str, Codec]:
+    """One Codec per dtype, compiled once per process."""
+    import numba
+
+    f16_bits, f16_value, f32_bits, f32_value = _intrinsics()
+    inline = functools.partial(numba.njit, inline="always", cache=False)
+
+    @inline
+    def same(x):
+        return x
+
+    @inline
+    def f16_store(x):
+        return f16_bits(np.float32(x))
+
+    @inline
+    def f16_load(b):
+        return f16_value(b)
+
+    @inline
+    def bf16_store(x):
+        u = f32_bits(np.float32(x))
+        rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+        quiet = (u >> np.uint32(16)) | np.uint32(0x40)
+        nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+        return np.uint16(quiet if nan else rounded)
+
+    @inline
+    def bf16_load(b):
+        return f32_value(np.uint32(b) << np.uint32(16))
+
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    return {"float16": Codec(f16_store, f16_load, f32), "bfloat16": Codec(bf16_store, bf16_load, f32),
+            "float32": Codec(same, same, f32), "float64": Codec(same, same, f64)}
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Where a kernel's output of one dtype lives (`kernel`: the NumPy dtype it writes) and how
+    that memory is handed back (`result`: NumPy float16 or a torch bfloat16 view, no copy)."""
+
+    dtype: str
+
+    @property
+    def kernel(self) -> np.dtype:
+        return np.dtype(np.uint16 if self.dtype in HALF_DTYPES else self.dtype)
+
+    def result(self) -> Callable[[np.ndarray], Any]:
+        """Decided in setup, so the timed call pays one view at most."""
+        if self.dtype == "float16":
+            return lambda out: out.view(np.float16)
+        if self.dtype == "bfloat16":
+            import torch
+
+            return lambda out: torch.from_numpy(out).view(torch.bfloat16)
+        return lambda out: out
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        """Inputs (float32 or float64 values) rounded to the dtype, as the kernel reads them
+        (exact for values the dtype holds); setup work, never timed."""
+        if self.dtype == "bfloat16":   # round to nearest even, as bf16_store
+            u = np.ascontiguousarray(x, np.float32).view(np.uint32)
+            return ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))
+                    >> np.uint32(16)).astype(np.uint16)
+        return np.ascontiguousarray(np.asarray(x).astype(self.dtype)).view(self.kernel)
