@@ -183,7 +183,6 @@ def test_fast_cache_beats_model_code_far_out():
 
 @pytest.mark.parametrize(("name", "spec", "why"), [
     ("rotary-numpy-cache", RotarySpec(4, 4, dtype="bfloat16"), "bfloat16"),
-    ("rotary-numba-apply-fused", RotarySpec(4, 4, dtype="float16"), "half-precision"),
     ("rotary-python-apply", RotarySpec(4096, 128), "too big for pure Python"),
 ])
 def test_supports_says_why_not(name, spec, why):

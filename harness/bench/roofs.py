@@ -153,16 +153,35 @@ def _register_torch_roofs() -> None:
 _register_torch_roofs()
 
 
+#: NumPy has no bfloat16: a recycled roof keeps its bits in uint16 and hands back a torch view.
+BFLOAT16_ONE = 0x3F80
+
+
+def host_dtype(dtype: str) -> np.dtype:
+    """The NumPy dtype of a host buffer holding `dtype`'s bytes (bfloat16: uint16 bits)."""
+    return np.dtype(np.uint16 if dtype == "bfloat16" else dtype)
+
+
+def _bfloat16(out: np.ndarray):
+    import torch
+
+    return torch.from_numpy(out).view(torch.bfloat16)
+
+
 def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
     """A roof that writes into memory let go by the previous call (harness.util.recycle): the limit
     without page faults, which malloc gives every allocation below 32 MiB anyway and
     RecycledBuffers gives at any size. `write_into(spec[, x])` runs untimed and returns the
-    write of one output into a given buffer."""
+    write of one output into a given buffer (bfloat16: its uint16 bits, viewed as torch's
+    bfloat16 on the way out, as the half-precision Numba kernels hand theirs back)."""
 
     def build(spec: Spec, *x: np.ndarray):
         shape = x[0].shape if x else output_shape(spec)
-        write, buffers = write_into(spec, *x), RecycledBuffers(shape, spec.dtype)
+        write, buffers = write_into(spec, *x), RecycledBuffers(shape, host_dtype(spec.dtype))
         result = (lambda out: out) if x else as_result(spec)
+        if spec.dtype == "bfloat16":
+            parts = result
+            result = lambda out: parts(_bfloat16(out))   # noqa: E731
 
         def call():
             out = buffers.take()
@@ -177,13 +196,16 @@ def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
 
 def _fill_numpy(spec: Spec):
     """fill into recycled memory (NumPy, one thread)"""
-    return lambda out: out.fill(1.0)
+    one = BFLOAT16_ONE if spec.dtype == "bfloat16" else 1.0
+    return lambda out: out.fill(one)
 
 
 def _fill_torch(spec: Spec):
     """fill into recycled memory (torch's multi-threaded fill_)"""
     import torch
 
+    if spec.dtype == "bfloat16":
+        return lambda out: _bfloat16(out).fill_(1.0)
     return lambda out: torch.from_numpy(out).fill_(1.0)
 
 
@@ -207,8 +229,9 @@ def _register_host_roofs() -> None:
                                      ("roof-numpy-torch-fill", "torch", numpy_torch_fill),
                                      ("roof-recycled-fill", "numpy", _recycled(_fill_numpy)),
                                      ("roof-recycled-torch-fill", "torch", _recycled(_fill_torch))):
+            supports = NUMPY_DTYPES if stem.startswith("roof-numpy") else TORCH_DTYPES
             ROOF_REGISTRY.register(name=roof_name(stem, workload), backend=backend, workload=workload,
-                                   supports=NUMPY_DTYPES)(build)
+                                   supports=supports)(build)
     for name, backend, write in (("roof-recycled-add", "numpy", _add_numpy),
                                  ("roof-recycled-torch-add", "torch", _add_torch)):
         ROOF_REGISTRY.register(name=name, backend=backend, workload="forward",
@@ -246,25 +269,24 @@ def _scale_recycled(threaded: bool):
     without page faults, beside which an apply writing into recycled memory is judged."""
 
     def build(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
-        qn, kn = q.astype(spec.dtype), k.astype(spec.dtype)
-        buffers = RecycledBuffers((2, *q.shape), spec.dtype)
-        if threaded:
+        buffers = RecycledBuffers((2, *q.shape), host_dtype(spec.dtype))
+        if threaded:   # every dtype: bfloat16 as torch's view of the uint16 bits
             import torch
 
-            qt, kt = torch.from_numpy(qn), torch.from_numpy(kn)
+            dtype = getattr(torch, spec.dtype)
+            qt, kt = (torch.from_numpy(a).to(dtype) for a in (q, k))
+            view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
 
-            def write(out: np.ndarray) -> None:
-                torch.mul(qt, 2, out=torch.from_numpy(out[0]))
-                torch.mul(kt, 2, out=torch.from_numpy(out[1]))
+            def write(out: np.ndarray) -> tuple:
+                return torch.mul(qt, 2, out=view(out[0])), torch.mul(kt, 2, out=view(out[1]))
         else:
-            def write(out: np.ndarray) -> None:
-                np.multiply(qn, 2, out=out[0])
-                np.multiply(kn, 2, out=out[1])
+            qn, kn = q.astype(spec.dtype), k.astype(spec.dtype)
+
+            def write(out: np.ndarray) -> tuple:
+                return np.multiply(qn, 2, out=out[0]), np.multiply(kn, 2, out=out[1])
 
         def call():
-            out = buffers.take()
-            write(out)
-            return out[0], out[1]
+            return write(buffers.take())
 
         return call
 
@@ -279,10 +301,11 @@ def _register_apply_roofs() -> None:
             ("roof-torch-cuda-scale-apply", "torch", "cuda", "cuda", TORCH_DTYPES)):
         ROOF_REGISTRY.register(name=name, backend=backend, device=device, workload="apply",
                                supports=supports)(_scale_pass(where))
-    for name, backend, threaded in (("roof-recycled-scale-apply", "numpy", False),
-                                    ("roof-recycled-torch-scale-apply", "torch", True)):
+    for name, backend, threaded, supports in (
+            ("roof-recycled-scale-apply", "numpy", False, NUMPY_DTYPES),
+            ("roof-recycled-torch-scale-apply", "torch", True, TORCH_DTYPES)):
         ROOF_REGISTRY.register(name=name, backend=backend, workload="apply",
-                               supports=NUMPY_DTYPES)(_scale_recycled(threaded))
+                               supports=supports)(_scale_recycled(threaded))
 
 
 _register_apply_roofs()

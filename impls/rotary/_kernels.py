@@ -34,11 +34,11 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
     import numba
     import numpy as np
 
-    from .._numba_half import codecs
+    from .._numba_half import HALF_DTYPES, codecs
 
     codec = codecs()[dtype]
     store, load = codec.store, codec.load
-    native = dtype not in ("float16", "bfloat16")
+    native = dtype not in HALF_DTYPES
 
     njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
 
@@ -98,9 +98,11 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
 
     @njit
     def cache_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved):
-        """Rows p0:p1 of the cos/sin cache `[length, rot]`: native "half" rows are computed
-        straight into their first copy (1.7x faster than through a scratch block); the rest into
-        a scratch row c, s, then each frequency stored twice."""
+        """Rows p0:p1 of the cos/sin cache `[length, rot]`. "half": native rows are computed
+        straight into their first copy (1.7x faster than through a scratch block) and copied;
+        half-precision rows in one loop that stores each frequency's cos and sin twice (at 256
+        bytes a row, six short loops through a scratch row cost more than the arithmetic).
+        "interleaved": a scratch row c, s, then each frequency stored twice."""
         n = c.size
         if interleaved:
             for i in range(p0, p1):
@@ -110,21 +112,27 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
                     out_c[i, 2 * f + 1] = store(c[f])
                     out_s[i, 2 * f] = store(s[f])
                     out_s[i, 2 * f + 1] = store(s[f])
-        else:
+        elif native:
             for i in range(p0, p1):
                 oc, os = out_c[i], out_s[i]
-                if native:
-                    angle_row(index, i, tables, oc[:n], os[:n])
-                else:
-                    angle_row(index, i, tables, c, s)
-                    for f in range(n):
-                        oc[f] = store(c[f])
-                    for f in range(n):
-                        os[f] = store(s[f])
+                angle_row(index, i, tables, oc[:n], os[:n])
                 for f in range(n):
                     oc[f + n] = oc[f]
                 for f in range(n):
                     os[f + n] = os[f]
+        else:
+            step, cc, sc, cf, sf = tables
+            for i in range(p0, p1):
+                q = index[i] // step
+                a, b, x, y = cc[q], sc[q], cf[index[i] - q * step], sf[index[i] - q * step]
+                c1, c2, s1, s2 = out_c[i, :n], out_c[i, n:2 * n], out_s[i, :n], out_s[i, n:2 * n]
+                for f in range(n):
+                    cv = store(a[f] * x[f] - b[f] * y[f])
+                    sv = store(b[f] * x[f] + a[f] * y[f])
+                    c1[f] = cv
+                    c2[f] = cv
+                    s1[f] = sv
+                    s2[f] = sv
 
     @njit
     def chunks(count):
