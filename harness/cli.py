@@ -95,14 +95,14 @@ def run_lock(args: argparse.Namespace, post_step: bool) -> contextlib.AbstractCo
 def main(argv: Sequence[str] | None = None) -> int:
     post_step = lifeline.watch()      # started by bench (a post-step): die with it
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from harness import PluginError, implementations
+    from harness import PluginError
     from harness.core.isolate import HarnessFailure
 
     modules = _verb_modules()
     args = parse(modules, argv)
     try:
         check_out(args)
-        impls = implementations(args.plugin)
+        impls = _implementations(modules[args.verb], args)
         with run_lock(args, post_step):
             return modules[args.verb].main(args, impls)
     except (ValueError, PluginError) as exc:  # bad input: one clear line, no traceback
@@ -119,6 +119,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         return _error(f"the harness itself failed ({type(exc).__name__}: {exc}); "
                       "please report it with the traceback above", exitcodes.HARNESS)
+
+
+def _implementations(module: object, args: argparse.Namespace) -> list:
+    """What the verb works on. A verb that judges apart (`JUDGE_APART`, verify) gets the
+    implementations' identities only, learned from a child, so that this process never imports
+    one; the others load them here, after a child has loaded any user plugin first (a plugin
+    that exits at import is then a usage error naming it, not a verb that ran nothing)."""
+    from harness import implementations
+    from harness.core import catalog, plugins
+
+    if getattr(module, "JUDGE_APART", False) and not getattr(args, "in_process", False):
+        return catalog.entries(args.plugin)
+    if args.plugin or plugins.env_plugins():
+        catalog.entries(args.plugin)
+    return implementations(args.plugin)
 
 
 def _error(message: str, code: int) -> int:

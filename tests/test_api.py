@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import harness
-from harness import Spec, assert_callable, check_callable
+from harness import Spec, assert_callable, check_callable, reference
 from harness.cli import main
 from harness.core.checks import check
 from harness.core.registry import REGISTRY
@@ -149,3 +149,51 @@ def test_verify_json_is_the_only_thing_on_stdout_and_names_failures(tmp_path, ca
     assert found["problems"][0]["status"] == "fail" and "layout" in found["problems"][0]
     assert "json-broken" in captured.err      # progress went to stderr
     assert "NaN" not in captured.out          # strict JSON: no error measured is null
+
+
+def test_the_callable_runs_in_the_callers_thread_without_a_time_limit():
+    import math
+    import threading
+
+    seen = []
+
+    def fn():
+        seen.append(threading.current_thread())
+        return reference(SPEC).astype(SPEC.dtype)
+
+    assert check_callable(fn, SPEC, timeout_s=math.inf).status == "pass"
+    assert seen and set(seen) == {threading.current_thread()}
+
+
+def test_a_hang_is_interrupted_not_left_running():
+    import threading
+    import time
+
+    started = time.monotonic()
+    hung = check_callable(lambda: time.sleep(30), SPEC, timeout_s=0.3)
+    assert hung.status == "error" and hung.reason.startswith("timeout")
+    assert time.monotonic() - started < 20
+    assert not [t for t in threading.enumerate() if t.name == "pe-harness-call"]
+
+
+def test_system_exit_from_the_callable_is_an_error_verdict():
+    def quits():
+        raise SystemExit(0)
+
+    result = check_callable(quits, SPEC)
+    assert result.status == "error" and result.reason == "SystemExit: 0"
+
+
+def test_a_callable_patching_numpy_cannot_pass_zeros():
+    """The verdict is made in a judge process of its own, where numpy is numpy."""
+    def cheat():
+        np.sin = np.cos = lambda x, *a, **k: np.zeros(np.shape(x))
+        np.abs = np.absolute = lambda x, *a, **k: np.zeros(np.shape(x))
+        return np.zeros((SPEC.length, SPEC.d_model), SPEC.dtype)
+
+    sin, cos, abs_, absolute = np.sin, np.cos, np.abs, np.absolute
+    try:
+        result = check_callable(cheat, SPEC)
+    finally:
+        np.sin, np.cos, np.abs, np.absolute = sin, cos, abs_, absolute
+    assert result.status == "fail" and "tolerance" in result.reason

@@ -128,7 +128,10 @@ def test_a_hang_that_holds_the_gil_is_killed_after_stall_s(tmp_path):
         "ONE = Supports(layouts=('interleaved',), freq_shifts=(0,), dtypes=('float32',))\n"
         "@register(name='cr-gil', backend='python', supports=ONE)\n"
         "def build(spec):\n"
-        "    # libc sleep through PyDLL keeps the GIL: not even the call's deadline thread runs\n"
+        "    # libc sleep through PyDLL keeps the GIL, and with SIGALRM blocked the call's\n"
+        "    # deadline cannot interrupt it: only the parent's kill ends it\n"
+        "    import signal\n"
+        "    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])\n"
         "    return lambda: ctypes.pythonapi.sleep(3600)\n")
     load_plugin(str(plugin))
     try:

@@ -1,11 +1,15 @@
 """Check a plain callable against the float64 reference, unregistered: for a user's own tests and CI.
 
 `check_callable(fn, spec)` wraps `fn` in a throwaway `Implementation` (never
-added to the registry) and hands it to `checks.check`, the one path by which
-`verify` calls anything correct. So a test in a user's suite applies the same
-shape, dtype, finiteness, angle-scaled tolerance and poison checks as `verify`,
-and cannot drift from it. `assert_callable` is the same check as a pytest
-assertion whose message says what went wrong and where.
+added to the registry), calls it as `verify` calls an implementation
+(harness.core.observe: in the caller's own thread, so torch.no_grad or the
+current CUDA stream apply, under a deadline) and has the copies of its
+results judged by `checks.judge`, the one path by which `verify` calls
+anything correct, in a judge process of its own (harness.core.apart) that
+the callable cannot have patched. So a test in a user's suite applies the
+same shape, dtype, finiteness, angle-scaled tolerance and poison checks as
+`verify`, and cannot drift from it. `assert_callable` is the same check as a
+pytest assertion whose message says what went wrong and where.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional
 
-from harness.core import kinds
-from harness.core.checks import Check, check
+from harness.core import apart, kinds
+from harness.core.catalog import Entry
+from harness.core.checks import Check, inputs
+from harness.core.observe import observe
 from harness.core.registry import Implementation
 
 #: The backend label of a checked callable: nothing to import, no threads to pin. Only `list`
@@ -34,10 +40,18 @@ def check_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str]
     `(cos, sin)`, `"apply"` is `fn(q, k, positions) -> (q_rot, k_rot)`). It is called three times: its results are poisoned (NaN)
     in between, so a callable that returns a cached table fails. Returns the `Check`
     (`status` "pass", "fail" or "error", `reason`, `max_abs_err`, `tol`, `err_ratio`,
-    `worst_pos`, `worst_col`); an exception or a hang of `fn` is an "error", never raised.
+    `worst_pos`, `worst_col`); an exception (SystemExit included) or a hang of `fn` is an
+    "error", never raised. `timeout_s` may be `math.inf`; a finite one interrupts `fn` by
+    SIGALRM when called from the main thread, and elsewhere (no signals there) reports an
+    overrun as an error once `fn` returns.
     """
     impl = _wrap(fn, spec, workload, name)
-    return check(impl, spec, timeout_s)
+    if not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+        raise ValueError(f"timeout_s must be > 0 seconds (inf for no limit), got {timeout_s!r}")
+    args = inputs(impl.workload, spec)
+    seen = observe(impl, spec, args, timeout_s)
+    return apart.verdict(Entry(impl.name, impl.backend, impl.device, impl.kind, impl.workload,
+                               impl.origin), spec, args, seen)
 
 
 def assert_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str] = None,

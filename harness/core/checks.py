@@ -1,23 +1,28 @@
-"""Judge one implementation on one Spec: shape, dtype, finiteness, error, and the poison test.
+"""Judge what an implementation returned: shape, dtype, finiteness, error, and the poison test.
 
 This is the single path by which anything is called correct: `verify`, the
-regression tests and bench's "passes verify" all go through `check`.
+regression tests and bench's "passes verify" all go through `judge`. It sees
+only plain copies of the results (harness.core.observe, made where the
+implementation ran) and computes the reference and tolerance itself, so in
+verify it runs in a process that never imports an implementation. The
+comparison proper is one pure function, `error_ratio`.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from harness import backends
 from harness.core import kinds
-from harness.core.convert import dtype_name, to_numpy
+from harness.core.observe import (Observation, Returned, observe, plan, poison, same_buffer,
+                                   snapshot)
 from harness.core.registry import Implementation
 from harness.core.kinds.table.tolerance import eps
-from harness.util.deadline import CallTimeout, call_with_deadline
+
+__all__ = ["Check", "Comparison", "Expectation", "check", "compare", "error_ratio", "expect",
+           "inputs", "judge", "poison", "same_buffer", "well_formed"]
 
 VERDICTS = ("pass", "fail", "error", "skip")
 #: The batch and heads of the inputs verify gives a batched workload (forward, rotary apply).
@@ -78,27 +83,48 @@ class Comparison:
 
 #: Rows of a result checked for NaN/Inf at once: bounds the temporary of a huge table.
 FINITE_CHUNK_ELEMENTS = 1 << 22
+#: The NumPy dtype kinds a result may hold (bool, ints, floats, complex): never objects.
+NUMERIC_KINDS = "biufc"
+
+
+def error_ratio(got: np.ndarray, expected: np.ndarray, allowed: np.ndarray,
+                parts: tuple[str, ...] = ()) -> Comparison:
+    """THE comparison: the worst |got - expected| relative to its per-element tolerance, and
+    where; a ratio above 1 fails. Pure: arrays in, a Comparison out."""
+    err = np.abs(got.astype(np.float64) - expected)
+    ratio = err / allowed
+    flat = int(np.argmax(ratio))
+    idx = np.unravel_index(flat, ratio.shape)
+    worst = (int(idx[-2]), int(idx[-1])) if len(idx) >= 2 else (int(idx[0]), -1)  # a 1-D kind
+    result = dict(max_abs_err=float(err.max()), tol=float(allowed.flat[flat]),
+                  err_ratio=float(ratio.flat[flat]), worst=worst)
+    if not ratio.flat[flat] <= 1.0:     # NaN-safe by itself: a NaN error is never within tolerance
+        where = f"{parts[idx[0]]}: " if parts else ""
+        return Comparison(f"{where}error {err.flat[flat]:.3g} > tolerance {allowed.flat[flat]:.3g} "
+                          f"at position {worst[0]}, column {worst[1]}", **result)
+    return Comparison(None, **result)
 
 
 def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str,
                 parts: tuple[str, ...] = ()) -> tuple[Optional[str], Optional[np.ndarray]]:
-    """(None, the result as NumPy) when `out` is an array of `shape` and `want_dtype` holding only
-    finite values, else (why not, None): the cheap part of `compare`, needing no reference.
-    With `parts`, `out` is a tuple of that many arrays, each of `shape[1:]`, judged in order and
-    returned stacked."""
+    """(None, the result as NumPy) when `out` (a result, or its `Returned` copy) is an array of
+    `shape` and `want_dtype` holding only finite values, else (why not, None): the cheap part of
+    `compare`, needing no reference. With `parts`, `out` is a tuple of that many arrays, each of
+    `shape[1:]`, judged in order and returned stacked."""
+    returned = out if isinstance(out, Returned) else snapshot(out)
     if parts:
-        return _well_formed_parts(out, shape, want_dtype, parts)
-    if out is None:
-        return "returned None, not an array", None
-    got_dtype = dtype_name(out)
-    try:
-        arr = to_numpy(out)
-    except Exception as exc:
-        return f"result of type {type(out).__name__} is not array-like: {exc}", None
+        return _well_formed_parts(returned, shape, want_dtype, parts)
+    if returned.problem:
+        return returned.problem, None
+    if returned.parts is not None or not isinstance(returned.array, np.ndarray):
+        return f"dtype {returned.dtype or 'unknown'}, expected {want_dtype}", None
+    arr = returned.array
+    if arr.dtype.kind not in NUMERIC_KINDS:
+        return f"holds {arr.dtype} values, not numbers", None
     if arr.shape != tuple(shape):
         return f"shape {tuple(arr.shape)}, expected {tuple(shape)}", None
-    if got_dtype != want_dtype:
-        return f"dtype {got_dtype}, expected {want_dtype}", None
+    if returned.dtype != want_dtype:
+        return f"dtype {returned.dtype}, expected {want_dtype}", None
     bad = nonfinite(arr)
     if bad is not None:
         count, (position, column) = bad
@@ -106,14 +132,15 @@ def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str,
     return None, arr
 
 
-def _well_formed_parts(out: Any, shape: tuple[int, ...], want_dtype: str,
+def _well_formed_parts(returned: Returned, shape: tuple[int, ...], want_dtype: str,
                        parts: tuple[str, ...]) -> tuple[Optional[str], Optional[np.ndarray]]:
     names = ", ".join(parts)
-    if not isinstance(out, (tuple, list)) or len(out) != len(parts):
-        got = f"{len(out)} items" if isinstance(out, (tuple, list)) else type(out).__name__
-        return f"returned {got}, expected a tuple ({names})", None
+    got = returned.parts
+    if got is None or len(got) != len(parts):
+        what = f"{len(got)} items" if got is not None else (returned.dtype or "None")
+        return f"returned {what}, expected a tuple ({names})", None
     arrays = []
-    for name, part in zip(parts, out):
+    for name, part in zip(parts, got):
         problem, arr = well_formed(part, shape[1:], want_dtype)
         if problem is not None:
             return f"{name}: {problem}", None
@@ -142,122 +169,104 @@ def nonfinite(arr: np.ndarray) -> Optional[tuple[int, tuple[int, int]]]:
 
 def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str,
             parts: tuple[str, ...] = ()) -> Comparison:
-    """Shape, dtype, NaN/Inf (`well_formed`), then the worst error relative to its per-element
-    tolerance (a tuple result's `parts` stacked, in order, as the reference stacks them)."""
+    """Shape, dtype, NaN/Inf (`well_formed`), then `error_ratio` (a tuple result's `parts`
+    stacked, in order, as the reference stacks them)."""
     problem, arr = well_formed(out, expected.shape, want_dtype, parts)
     if problem is not None:
         return Comparison(problem)
-    arr = arr.astype(np.float64)
-    err = np.abs(arr - expected)
-    ratio = err / allowed
-    flat = int(np.argmax(ratio))
-    idx = np.unravel_index(flat, ratio.shape)
-    worst = (int(idx[-2]), int(idx[-1])) if len(idx) >= 2 else (int(idx[0]), -1)  # a 1-D kind
-    result = dict(max_abs_err=float(err.max()), tol=float(allowed.flat[flat]),
-                  err_ratio=float(ratio.flat[flat]), worst=worst)
-    if not ratio.flat[flat] <= 1.0:     # NaN-safe by itself: a NaN error is never within tolerance
-        where = f"{parts[idx[0]]}: " if parts else ""
-        return Comparison(f"{where}error {err.flat[flat]:.3g} > tolerance {allowed.flat[flat]:.3g} "
-                          f"at position {worst[0]}, column {worst[1]}", **result)
-    return Comparison(None, **result)
+    return error_ratio(arr, expected, allowed, parts)
 
 
-def poison(out: Any) -> bool:
-    """Fill the returned buffer with NaN in place (by its backend's adapter); False when it
-    cannot be poisoned (immutable TF and JAX tensors, read-only views, unknown types). A tuple
-    result is poisoned only if every part is."""
-    if isinstance(out, (tuple, list)):
-        return bool(out) and all([poison(part) for part in out])
-    owner = backends.owner(out)
-    return bool(owner is not None and owner.poison is not None and owner.poison(out))
+@dataclass(frozen=True)
+class Expectation:
+    """What the judge holds one case's results against: computed where no implementation runs."""
+
+    expected: np.ndarray
+    allowed: np.ndarray
+    dtype: str
+    parts: tuple[str, ...]
 
 
-def same_buffer(first: Any, second: Any) -> bool:
-    """The same object, or (NumPy) a view of the same memory: what poisoning could not test.
-    Tuple results share a buffer when any part of one shares it with any part of the other
-    (every pair: a part moved or added is not missed)."""
-    if second is first:
-        return True
-    if isinstance(first, (tuple, list)) or isinstance(second, (tuple, list)):
-        firsts = first if isinstance(first, (tuple, list)) else (first,)
-        seconds = second if isinstance(second, (tuple, list)) else (second,)
-        return any(same_buffer(a, b) for a in firsts for b in seconds)
-    return (isinstance(first, np.ndarray) and isinstance(second, np.ndarray)
-            and np.shares_memory(first, second))
+def inputs(workload: str, spec: Any) -> tuple:
+    """The NumPy inputs verify gives a workload's factory on `spec` (none for a table)."""
+    return kinds.of(spec).workload(workload).arguments(spec, CHECK_BATCH, CHECK_HEADS)
 
 
-def check(impl: Implementation, spec: Any, timeout_s: float = 120.0) -> Check:
-    """Build, call, compare; call again after poisoning the result, and once more after letting
-    both poisoned results go; never raises for the impl's faults."""
+def expect(workload: str, spec: Any, args: tuple) -> Expectation:
+    """The reference and per-element tolerance of `workload` on `spec` given `args`."""
+    kind = kinds.of(spec)
+    work = kind.workload(workload)
+    expected, allowed = work.expected(spec, args, kind.reference(spec), kind.tolerance(spec))
+    return Expectation(expected, allowed, spec.dtype, work.parts)
 
-    def verdict(status: str, reason: str = "", comparison: Optional[Comparison] = None,
-                seconds: float = 0.0) -> Check:
+
+def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectation]) -> Check:
+    """The verdict on what `impl` did (`seen`): the first result within tolerance, the second
+    fresh after the first was poisoned, the third written after both poisoned ones were let go.
+    `want` is called only when there is a result to compare."""
+    def verdict(status: str, reason: str = "", comparison: Optional[Comparison] = None) -> Check:
         extra = {}
         if comparison is not None and not np.isnan(comparison.max_abs_err):
             extra = dict(max_abs_err=comparison.max_abs_err, tol=comparison.tol,
-                         err_ratio=comparison.err_ratio, ulps=comparison.max_abs_err / eps(spec.dtype),
+                         err_ratio=comparison.err_ratio,
+                         ulps=comparison.max_abs_err / eps(spec.dtype),
                          worst_pos=comparison.worst[0], worst_col=comparison.worst[1])
         return Check(impl.name, impl.backend, impl.device, impl.workload, spec, status,
-                     reason, seconds=seconds, **extra)
+                     reason, seconds=_seconds(seen), **extra)
 
-    kind = kinds.of(spec)
-    if kind.name != impl.kind:
-        return verdict("skip", f"builds a {impl.kind!r}, not a {kind.name!r}")
-    unavailable = impl.unavailable_reason()
-    if unavailable:
-        return verdict("skip", unavailable)
-    unsupported = impl.supports(spec)
-    if unsupported:
-        return verdict("skip", unsupported)
-
-    work = kind.workload(impl.workload)
-    args = work.arguments(spec, CHECK_BATCH, CHECK_HEADS)
-    expected, allowed = work.expected(spec, args, kind.reference(spec), kind.tolerance(spec))
-    parts = work.parts
-
-    start = time.perf_counter()
-    fn, why = _call(lambda: impl.build(spec, *args), timeout_s)
-    first, why = (None, why) if why else _call(fn, timeout_s)
-    if why:
-        return verdict("error", why, seconds=time.perf_counter() - start)
-    comparison = compare(first, expected, allowed, spec.dtype, parts)
-    if comparison.reason:
-        return verdict("fail", comparison.reason, comparison, time.perf_counter() - start)
-
-    # Every call must compute a fresh result (a forward may keep its table, never its output):
-    # poison what it returned and call again; where it cannot be poisoned, it must not come back.
-    poisoned = poison(first)
-    second, why = _call(fn, timeout_s)
-    if why:
-        return verdict("error", "second call: " + why, comparison, time.perf_counter() - start)
-    if not poisoned and same_buffer(first, second):
+    if not isinstance(seen, Observation):
+        return verdict("error", f"its process sent a {type(seen).__name__}, not an observation")
+    if seen.skip:
+        return verdict("skip", seen.skip)
+    results, poisoned = tuple(seen.results), tuple(seen.poisoned)
+    if seen.error and seen.failed_call <= 1:
+        return verdict("error", seen.error)
+    if not results:
+        return verdict("error", "returned no result")
+    case = want()
+    first = compare(results[0], case.expected, case.allowed, case.dtype, case.parts)
+    if first.reason:
+        return verdict("fail", first.reason, first)
+    if seen.error and seen.failed_call == 2:
+        return verdict("error", "second call: " + seen.error, first)
+    if len(results) < 2 or len(poisoned) < 1:
+        return verdict("error", "the second call returned no result", first)
+    if not poisoned[0] and seen.same_buffer:
         return verdict("fail", "returned the same buffer twice: a cached result, not a builder",
-                       comparison, time.perf_counter() - start)
-    again = compare(second, expected, allowed, spec.dtype, parts)
+                       first)
+    again = compare(results[1], case.expected, case.allowed, case.dtype, case.parts)
     if again.reason:
-        why = "after poisoning the first result: " if poisoned else "second call: "
-        hint = " (a cached result, not a builder)" if poisoned and "NaN" in again.reason else ""
-        return verdict("fail", why + again.reason + hint, again, time.perf_counter() - start)
-    if not (poisoned and poison(second)):
-        return verdict("pass", "", comparison, time.perf_counter() - start)
-    # Memory the caller has let go may be reused (harness.util.recycle), but must be written again:
-    # let both poisoned results go and call a third time.
-    del first, second
-    third, why = _call(fn, timeout_s)
-    if why:
-        return verdict("error", "third call: " + why, comparison, time.perf_counter() - start)
-    last = compare(third, expected, allowed, spec.dtype, parts)
+        why = "after poisoning the first result: " if poisoned[0] else "second call: "
+        hint = " (a cached result, not a builder)" if poisoned[0] and "NaN" in again.reason else ""
+        return verdict("fail", why + again.reason + hint, again)
+    if not (len(poisoned) >= 2 and poisoned[0] and poisoned[1]):
+        return verdict("pass", "", first)
+    if seen.error:
+        return verdict("error", "third call: " + seen.error, first)
+    if len(results) < 3:
+        return verdict("error", "the third call returned no result", first)
+    last = compare(results[2], case.expected, case.allowed, case.dtype, case.parts)
     if last.reason:
         return verdict("fail", "after letting two poisoned results go: " + last.reason
-                       + " (reused memory without writing it)", last, time.perf_counter() - start)
-    return verdict("pass", "", comparison, time.perf_counter() - start)
+                       + " (reused memory without writing it)", last)
+    return verdict("pass", "", first)
 
 
-def _call(fn: Callable[[], Any], timeout_s: float) -> tuple[Any, str]:
-    """(result, "") or (None, why the call failed): an implementation's fault is a verdict."""
-    try:
-        return call_with_deadline(fn, timeout_s), ""
-    except CallTimeout as exc:
-        return None, f"timeout: {exc}"
-    except Exception as exc:
-        return None, f"{type(exc).__name__}: {exc}"
+def _seconds(seen: Any) -> float:
+    value = getattr(seen, "seconds", 0.0)
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def check(impl: Implementation, spec: Any, timeout_s: float = 120.0) -> Check:
+    """Observe and judge in this process (tests, `--in-process`): the same verdict as verify's,
+    without its isolation."""
+    (decided,) = plan(impl, [spec], timeout_s).ahead
+    if decided is not None:
+        return judge(impl, spec, decided, _never)
+    args = inputs(impl.workload, spec)
+    want = expect(impl.workload, spec, args)   # before the call: an in-place kernel changes args
+    return judge(impl, spec, observe(impl, spec, args, timeout_s), lambda: want)
+
+
+def _never() -> Expectation:
+    raise AssertionError("a skipped case has nothing to compare")

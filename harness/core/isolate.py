@@ -5,7 +5,9 @@ bench's verify, conventions and precision steps) down with it: nothing
 written, and an exit code that read as "an implementation is wrong". Here a
 verb's work on one implementation is a *task*, `function(impl, *args)`, that
 yields one result per item (a case, a probe) and never raises for the
-implementation's faults. `run` gives each backend's implementations to one
+implementation's faults. What a child sends back is read with `safe_loads`:
+plain data only (the harness's own dataclasses, NumPy arrays), never a pickle
+that could run code in the parent. `run` gives each backend's implementations to one
 child process (`python -c 'harness.core.isolate.child()'`, its own session, tied to
 the parent by harness.util.lifeline), which loads the same plugins, runs the task
 for each and streams the results back over a pipe. When the child dies (or
@@ -21,7 +23,9 @@ implementations, is the harness's own failure: `HarnessFailure` (exit code 3).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
+import io
 import os
 import pickle
 import select
@@ -38,14 +42,15 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from harness import backends
 from harness.core import plugins
 from harness.core.registry import REGISTRY, Implementation
-from harness.util import lifeline
+from harness.util import lifeline, reaper
 
 RESULTS_ENV = "PE_HARNESS_ISOLATE_FD"
 ROOT = Path(__file__).resolve().parent.parent.parent
 POLL_S = 0.2
 HEADER = struct.Struct(">I")
 
-Lost = Callable[[Implementation, int, str], list]
+#: (impl, the results its process sent, why it stopped) -> the rows of the items it did not finish
+Lost = Callable[[Implementation, list, str], list]
 Done = Callable[[Implementation, list], None]
 
 
@@ -142,7 +147,7 @@ class _Group:
             settled = self._attempt(pending)
             if not settled:      # died after loading, before any implementation: give up on them
                 for impl in pending:
-                    self.finish(impl, self.lost(impl, 0, "not run: its isolated process died "
+                    self.finish(impl, self.lost(impl, [], "not run: its isolated process died "
                                                          "before starting it"))
                 return
             pending = [i for i in pending if i.name not in settled]
@@ -152,9 +157,10 @@ class _Group:
         by_name = {i.name: i for i in pending}
         request = _Request(self.isolation.plugins, tuple(by_name), self.task)
         read, write = os.pipe()
-        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        tag = reaper.new_tag()
         with lifeline.Lifeline() as line:
-            env = {**os.environ, **line.env, RESULTS_ENV: str(write), "PYTHONPATH": path}
+            env = {**os.environ, **line.env, **tag, RESULTS_ENV: str(write),
+                   "PYTHONPATH": python_path()}
             try:
                 proc = subprocess.Popen(
                     [sys.executable, "-c", "from harness.core.isolate import child; child()"],
@@ -164,10 +170,10 @@ class _Group:
                 os.close(write)
                 line.started()
             try:
-                _send_request(proc, request)
-                return _Watch(self, proc, read, by_name).follow()
+                send_request(proc, request)
+                return _Watch(self, proc, read, by_name, tag).follow()
             finally:
-                _kill(proc)
+                kill(proc, tag)
                 os.close(read)
 
 
@@ -175,13 +181,14 @@ class _Watch:
     """Reads one child's messages until it finishes, dies or stalls."""
 
     def __init__(self, group: _Group, proc: subprocess.Popen, fd: int,
-                 impls: dict[str, Implementation]) -> None:
-        self.group, self.proc, self.fd, self.impls = group, proc, fd, impls
+                 impls: dict[str, Implementation], tag: dict[str, str]) -> None:
+        self.group, self.proc, self.fd, self.impls, self.tag = group, proc, fd, impls, tag
         self.buffer = b""
         self.ready = False
         self.current: Optional[Implementation] = None
         self.rows: list = []
         self.settled: set[str] = set()
+        self.refused = ""
 
     def follow(self) -> set[str]:
         iso = self.group.isolation
@@ -194,13 +201,16 @@ class _Watch:
                 self.buffer += chunk
                 if self._handle():
                     deadline = time.monotonic() + iso.stall_s
+                if self.refused:
+                    why = self.refused
+                    break
             elif readable or self.proc.poll() is not None:
                 break                            # end of the pipe, or the child is gone
             if time.monotonic() > deadline:
                 limit = iso.stall_s if self.ready else iso.start_s
                 why = f"timeout: no result within {limit:g} s; its process was killed"
                 break
-        _kill(self.proc)
+        kill(self.proc, self.tag)
         if not self.ready:
             raise HarnessFailure(
                 "the isolated process for " + ", ".join(self.impls) + " "
@@ -209,7 +219,7 @@ class _Watch:
         if self.current is not None:
             died = describe_exit(self.proc.returncode)
             why = why or f"its process died during this case ({died})"
-            lost = self.group.lost(self.current, len(self.rows), why)
+            lost = self.group.lost(self.current, list(self.rows), why)
             self._settle(self.current, self.rows + lost)
         return self.settled
 
@@ -220,8 +230,13 @@ class _Watch:
             (size,) = HEADER.unpack_from(self.buffer)
             if len(self.buffer) < HEADER.size + size:
                 break
-            kind, value = pickle.loads(self.buffer[HEADER.size:HEADER.size + size])
+            message = self.buffer[HEADER.size:HEADER.size + size]
             self.buffer = self.buffer[HEADER.size + size:]
+            try:
+                kind, value = safe_loads(message)
+            except Exception as exc:     # the judged sent something that is not plain data
+                self.refused = f"its process sent a result that is not plain data ({exc})"
+                return any_message
             any_message = True
             if kind == "ready":
                 self.ready = True
@@ -233,7 +248,7 @@ class _Watch:
                 self._settle(self.impls[value], self.rows)
             elif kind == "missing":
                 self._settle(self.impls[value], self.group.lost(
-                    self.impls[value], 0, "not registered in a fresh process (register it "
+                    self.impls[value], [], "not registered in a fresh process (register it "
                                           "from a plugin module or file to check it in isolation)"))
             elif kind == "failed":
                 raise HarnessFailure(f"isolated task {self.group.task.function} failed:\n{value}")
@@ -245,7 +260,61 @@ class _Watch:
         self.group.finish(impl, rows)
 
 
-def _send_request(proc: subprocess.Popen, request: _Request) -> None:
+#: NumPy's pickling machinery for arrays, dtypes and scalars (never an ndarray subclass).
+_NUMPY = {("numpy", "ndarray"), ("numpy", "dtype"),
+          *((f"numpy.{core}.{module}", name) for core in ("core", "_core")
+            for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"),
+                                 ("numeric", "_frombuffer")))}
+_BUILTINS = {"complex", "set", "frozenset", "slice", "range", "bytearray"}
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Rebuilds only plain data: builtins' containers, NumPy arrays, and the dataclasses the
+    harness's own modules (not harness.impls) define. A child is the judged's process; what it
+    sends must not run code here."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _NUMPY or (module == "builtins" and name in _BUILTINS):
+            return super().find_class(module, name)
+        if module.startswith("harness.") and not module.startswith("harness.impls"):
+            found = super().find_class(module, name)
+            if isinstance(found, type) and dataclasses.is_dataclass(found):
+                return found
+        raise pickle.UnpicklingError(f"an isolated process sent {module}.{name}, which is not "
+                                     "plain data")
+
+
+def safe_loads(data: bytes) -> Any:
+    """Unpickle what a child sent, allowing plain data only (`_PlainUnpickler`)."""
+    return _PlainUnpickler(io.BytesIO(data)).load()
+
+
+def python_path() -> str:
+    """PYTHONPATH for a child: this source tree first, so it imports the same harness."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
+def split_messages(data: bytes) -> list[tuple[str, Any]]:
+    """The complete (kind, value) messages in `data`, each read with `safe_loads`."""
+    messages = []
+    while len(data) >= HEADER.size:
+        (size,) = HEADER.unpack_from(data)
+        if len(data) < HEADER.size + size:
+            break
+        messages.append(safe_loads(data[HEADER.size:HEADER.size + size]))
+        data = data[HEADER.size + size:]
+    return messages
+
+
+def sender(fd: int) -> Callable[..., None]:
+    """In a child: send(kind, value) writes one framed message to the parent."""
+    def send(kind: str, value: Any = None) -> None:
+        data = pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
+        _write_all(fd, HEADER.pack(len(data)) + data)
+    return send
+
+
+def send_request(proc: subprocess.Popen, request: Any) -> None:
     assert proc.stdin is not None
     try:
         proc.stdin.write(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
@@ -254,13 +323,9 @@ def _send_request(proc: subprocess.Popen, request: _Request) -> None:
         pass
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    """Kill the child's whole process group (it is its own session), if still running."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+def kill(proc: subprocess.Popen, tag: Optional[dict[str, str]] = None) -> None:
+    """Kill the child and everything it started (harness.util.reaper), then reap it."""
+    reaper.kill_tree(proc.pid, tag)
     proc.wait()
 
 
@@ -269,12 +334,10 @@ def _kill(proc: subprocess.Popen) -> None:
 def child() -> None:
     """A child's whole life: load the implementations, run the task for each, report, exit."""
     lifeline.watch()
+    reaper.adopt_orphans()
     out = int(os.environ.pop(RESULTS_ENV))
     request: _Request = pickle.load(sys.stdin.buffer)
-
-    def send(kind: str, value: Any = None) -> None:
-        data = pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
-        _write_all(out, HEADER.pack(len(data)) + data)
+    send = sender(out)
 
     try:
         plugins.load_all(request.plugins)
@@ -296,8 +359,8 @@ def child() -> None:
             send("end", name)
     except Exception:
         send("failed", traceback.format_exc())
-        _exit(1)
-    _exit(0)
+        exit_now(1)
+    exit_now(0)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -306,8 +369,8 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _exit(code: int) -> None:
-    """Exit now: a call the task abandoned at its deadline may still be running in a thread."""
+def exit_now(code: int) -> None:
+    """Exit now, its results flushed: a stray thread (non-daemon included) never delays it."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

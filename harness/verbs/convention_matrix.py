@@ -116,12 +116,12 @@ def impl_cells(impl: Implementation, grid: Sequence[Probe],
         yield run_cell(impl, probe, timeout_s)
 
 
-def lost_cells(grid: Sequence[Probe], impl: Implementation, done: int,
+def lost_cells(grid: Sequence[Probe], impl: Implementation, rows: list,
                why: str) -> list[tuple[MatrixCell, Optional[np.ndarray]]]:
     """The probes a dead process did not finish: errors, the first with why it died."""
     return [(MatrixCell(impl.name, p.label, "error",
                   reason=why if i == 0 else "not run: its process died on an earlier probe"), None)
-            for i, p in enumerate(grid[done:])]
+            for i, p in enumerate(grid[len(rows):])]
 
 
 def build_tables(impls: Sequence[Implementation], grid: Sequence[Probe], timeout_s: float,

@@ -61,11 +61,11 @@ def impl_checks(impl: Implementation, grid: Sequence[FamilyProbe],
         yield check(impl, probe.spec, timeout_s)
 
 
-def lost_checks(grid: Sequence[FamilyProbe], impl: Implementation, done: int,
+def lost_checks(grid: Sequence[FamilyProbe], impl: Implementation, rows: list,
                 why: str) -> list[Check]:
     return [Check(impl.name, impl.backend, impl.device, impl.workload, p.spec, "error",
                   why if i == 0 else "not run: its process died on an earlier probe")
-            for i, p in enumerate(grid[done:])]
+            for i, p in enumerate(grid[len(rows):])]
 
 
 def run(impls: Sequence[Implementation], timeout_s: float,

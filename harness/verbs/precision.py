@@ -112,10 +112,10 @@ def impl_points(impl: Implementation, starts: Sequence[int], timeout_s: float) -
         yield Point(impl.name, impl.backend, "registered", spec.dtype, spec.offset, err)
 
 
-def lost_points(starts: Sequence[int], impl: Implementation, done: int, why: str) -> list[Point]:
+def lost_points(starts: Sequence[int], impl: Implementation, rows: list, why: str) -> list[Point]:
     """The windows a dead process did not finish: NaN, like any other failure here."""
     return [Point(impl.name, impl.backend, "registered", s.dtype, s.offset, math.nan)
-            for s in impl_items(impl, starts)[done:]]
+            for s in impl_items(impl, starts)[len(rows):]]
 
 
 def measure_impls(impls: Sequence[Implementation], starts: Sequence[int], timeout_s: float,

@@ -1,6 +1,7 @@
 """`python -m harness verify`: every available implementation against the reference.
 
-Runs the case matrix (harness.core.kinds.table.cases) through `checks.check`, writes
+Runs the case matrix (harness.core.kinds.table.cases): each implementation, in a child process per
+backend, hands back what it returned; this process judges it (`checks.judge`), writes
 `verify.csv` and `verify.md` under --out after every implementation (an
 interrupted run keeps what it finished), prints a summary and exits 1 when
 anything fails or errors (a crash included: each backend's implementations
@@ -13,6 +14,7 @@ results/_standalone/ (ignored by git), never beside a committed run. With
 from __future__ import annotations
 
 import argparse
+import secrets
 import sys
 import textwrap
 import time
@@ -25,61 +27,108 @@ import pandas as pd
 
 from harness.core import isolate, kinds
 from harness.core.kinds.table.cases import LONG_POSITIONS
-from harness.core.checks import VERDICTS, Check, check
+from harness.core.checks import VERDICTS, Check, Expectation, expect, inputs, judge
+from harness.core.observe import Observation, Plan, observe_all
 from harness.core.registry import Implementation
 from harness.core.selection import select
 from harness.core.kinds.table.spec import Spec
 from harness.util import arguments, exitcodes, io, jsonout, tables
 
+#: The cli hands this verb the implementations' identities (harness.core.catalog), never their
+#: code: the judging here happens in a process no implementation entered.
+JUDGE_APART = True
+
 
 def run(impls: Sequence[Implementation], specs: Sequence[Spec], timeout_s: float = 120.0,
         on_impl_done: Callable[[Implementation, list[Check]], None] | None = None,
         isolation: Optional[isolate.Isolation] = None) -> list[Check]:
-    """Check every implementation on every spec, in child processes when `isolation` is given
-    (a crash costs only that implementation's remaining cases); in this process otherwise."""
+    """Check every implementation on every spec. The implementations run in child processes
+    when `isolation` is given (a crash costs only that implementation's remaining cases), in
+    this process otherwise; either way they only hand back what they returned
+    (harness.core.observe), and the verdicts are made here (checks.judge)."""
     specs = tuple(specs)
-    task = isolate.Task("harness.verbs.verify:impl_checks", (specs, timeout_s))
-    lost = partial(lost_checks, specs)
-    by_impl = isolate.run(impls, task, lost, isolation, on_impl_done)
-    return [c for mine in by_impl.values() for c in mine]
+    cases = _Cases(specs)
+    args = {w: cases.inputs(w) for w in dict.fromkeys(i.workload for i in impls)}
+    task = isolate.Task("harness.verbs.verify:impl_observations", (specs, args, timeout_s))
+
+    def judged(impl: Implementation, rows: list) -> list[Check]:
+        return cases.judge(impl, rows)
+
+    def finished(impl: Implementation, rows: list) -> None:
+        if on_impl_done is not None:
+            on_impl_done(impl, judged(impl, rows))
+
+    by_impl = isolate.run(impls, task, partial(lost_observations, len(specs)), isolation,
+                          finished if on_impl_done is not None else None)
+    return [c for impl in impls for c in judged(impl, by_impl[impl.name])]
 
 
-def impl_checks(impl: Implementation, specs: Sequence[Spec], timeout_s: float) -> Iterator[Check]:
-    """One implementation on every spec; a hanging one is abandoned after its timeout."""
-    hung = False
-    for spec in specs:
-        if hung:  # its abandoned call may still be running: do not pile up more
-            yield Check(impl.name, impl.backend, impl.device, impl.workload, spec,
-                        "error", "not run: an earlier case timed out")
-            continue
-        result = check(impl, spec, timeout_s)
-        hung = result.reason.startswith("timeout")
-        yield result
+def impl_observations(impl: Implementation, specs: Sequence[Spec],
+                      args: dict[str, tuple[tuple, ...]], timeout_s: float) -> Iterator[object]:
+    """The isolated task: the implementation's Plan, then what it returned on each spec."""
+    mine = args.get(impl.workload) or ((),) * len(specs)
+    return observe_all(impl, list(zip(specs, mine)), timeout_s)
 
 
-def lost_checks(specs: Sequence[Spec], impl: Implementation, done: int, why: str) -> list[Check]:
-    """The cases a dead (or killed) process did not finish: the one it died on gets `why`; the
-    rest are errors too (not run), except those the implementation does not support."""
-    def row(spec: Spec, status: str, reason: str) -> Check:
-        return Check(impl.name, impl.backend, impl.device, impl.workload, spec, status, reason)
+class _Cases:
+    """The specs, each workload's inputs on them, and their expectations (computed once, here)."""
 
-    rows = []
-    for i, spec in enumerate(specs[done:]):
-        skip = None if i == 0 else _skip_reason(impl, spec)
-        reason = why if i == 0 else "not run: its process died on an earlier case"
-        rows.append(row(spec, "skip", skip) if skip else row(spec, "error", reason))
-    return rows
+    def __init__(self, specs: tuple[Spec, ...]) -> None:
+        self.specs = specs
+        self._inputs: dict[str, tuple[tuple, ...]] = {}
+        self._expected: dict[tuple[str, int], Expectation] = {}
+
+    def inputs(self, workload: str) -> tuple[tuple, ...]:
+        if workload not in self._inputs:
+            self._inputs[workload] = tuple(_inputs_or_none(workload, s) for s in self.specs)
+        return self._inputs[workload]
+
+    def expectation(self, workload: str, index: int) -> Expectation:
+        key = (workload, index)
+        if key not in self._expected:
+            spec = self.specs[index]
+            self._expected[key] = expect(workload, spec, self.inputs(workload)[index])
+        return self._expected[key]
+
+    def judge(self, impl: Implementation, rows: list) -> list[Check]:
+        """Each case's verdict from the rows its process sent ([Plan, Observation, ...])."""
+        seen = list(rows[1:]) if rows and isinstance(rows[0], Plan) else []
+        seen += [Observation(error="its process sent no result for this case", failed_call=0)
+                 ] * (len(self.specs) - len(seen))
+        return [judge(impl, spec, obs, partial(self.expectation, impl.workload, i))
+                for i, (spec, obs) in enumerate(zip(self.specs, seen))]
 
 
-def _skip_reason(impl: Implementation, spec: Spec) -> Optional[str]:
+def _inputs_or_none(workload: str, spec: Spec) -> tuple:
+    """A workload's inputs on a spec of its kind; () for another kind's spec (a skip)."""
     try:
-        return impl.unavailable_reason() or impl.supports(spec)
-    except Exception:     # its own fault: the case counts as not run
-        return None
+        return inputs(workload, spec)
+    except ValueError:
+        return ()
 
 
-def frame(checks: Sequence[Check]) -> pd.DataFrame:
-    return pd.DataFrame([c.row() for c in checks])
+def lost_observations(n_specs: int, impl: Implementation, rows: list, why: str) -> list:
+    """What a dead (or killed) process did not send: its Plan's decisions stand (unsupported
+    cases stay skips); the case it died on gets `why`, the rest "not run"."""
+    ahead: tuple = rows[0].ahead if rows and isinstance(rows[0], Plan) else (None,) * n_specs
+    tail: list = [] if rows else [Plan(ahead)]
+    done = max(0, len(rows) - 1)
+    for i in range(done, n_specs):
+        decided = ahead[i] if i < len(ahead) else None
+        if decided is not None:
+            tail.append(decided)
+            continue
+        reason = why if i == done else "not run: its process died on an earlier case"
+        tail.append(Observation(error=reason, failed_call=0))
+    return tail
+
+
+def frame(checks: Sequence[Check], seed: Optional[int] = None) -> pd.DataFrame:
+    """One row per check; with `seed`, the seed of the run's random cases in a column."""
+    df = pd.DataFrame([c.row() for c in checks])
+    if seed is not None:
+        df["seed"] = seed
+    return df
 
 
 def summary(checks: Sequence[Check]) -> list[dict]:
@@ -135,11 +184,12 @@ SUMMARY_HEADERS = ["impl", "backend", "device", "pass", "fail", "error", "skip",
                    "worst_err", "worst_ratio", "f32_err_long", "first_problem"]
 
 
-def write_outputs(checks: Sequence[Check], out: Path) -> None:
+def write_outputs(checks: Sequence[Check], out: Path, seed: Optional[int] = None) -> None:
     rows = summary(checks)
-    io.write_csv(out / "verify.csv", frame(checks))
+    io.write_csv(out / "verify.csv", frame(checks, seed))
     body = tables.markdown(SUMMARY_HEADERS, [[r[h] for h in SUMMARY_HEADERS] for r in rows])
-    io.write_text(out / "verify.md", "# verify\n\n" + _legend() + "\n\n" + body + "\n")
+    drawn = "" if seed is None else f"Random cases drawn from seed {seed} (`--seed {seed}` draws them again).\n\n"
+    io.write_text(out / "verify.md", "# verify\n\n" + _legend() + "\n\n" + drawn + body + "\n")
 
 
 def _legend() -> str:
@@ -153,21 +203,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds one build or call may take before it is recorded as an error")
     parser.add_argument("--random", type=int, default=8,
                         help="number of seeded random specs, >= 0 (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random specs")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the random specs (default: a fresh one each run, printed "
+                             "and recorded in verify.csv/md/json, so that a case list cannot be "
+                             "learned; give it to draw the same cases again)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (per-implementation counts and every failing "
                              "check) on stdout instead of the table; progress goes to stderr")
     isolate.add_option(parser)
 
 
-def report_json(checks: Sequence[Check], n_specs: int, out: Path) -> dict:
+def report_json(checks: Sequence[Check], n_specs: int, out: Path,
+                seed: Optional[int] = None) -> dict:
     """What `verify --json` prints: the verdict, each implementation's counts, every fail/error."""
     rows = summary(checks)
     failed = [r["impl"] for r in rows if r["fail"] or r["error"]]
     return {"ok": not failed, "failed": failed, "specs": n_specs, "checks": len(checks),
+            "seed": seed,
             "csv": str(out / "verify.csv"), "markdown": str(out / "verify.md"),
             "implementations": rows,
             "problems": [c.row() for c in checks if c.status in ("fail", "error")]}
+
+
+def draw_seed() -> int:
+    """A fresh seed for the random cases: an implementation cannot learn what it will be asked."""
+    return secrets.randbelow(2**31)
 
 
 def stall_s(timeout_s: float) -> float:
@@ -183,7 +243,8 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         print(f"verify: no implementation matches --only {args.only}", file=sys.stderr)
         return exitcodes.USAGE
     by_kind = {k: [i for i in chosen if i.kind == k] for k in dict.fromkeys(i.kind for i in chosen)}
-    cases = {k: kinds.named(k).cases(quick=args.quick, n_random=n_random, seed=args.seed)
+    seed = args.seed if args.seed is not None else draw_seed()
+    cases = {k: kinds.named(k).cases(quick=args.quick, n_random=n_random, seed=seed)
              for k in by_kind}
     specs = [spec for k in by_kind for spec in cases[k]]
     out = Path(args.out)
@@ -194,7 +255,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
 
     def progress(impl: Implementation, mine: list[Check]) -> None:
         done.extend(mine)
-        write_outputs(done, out)
+        write_outputs(done, out, seed)
         counts = {s: sum(c.status == s for c in mine) for s in VERDICTS}
         print(f"[{len({c.impl for c in done})}/{len(chosen)}] {impl.name:<24} "
               + " ".join(f"{k} {v}" for k, v in counts.items())
@@ -203,15 +264,16 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     isolation = isolate.from_args(args, stall_s(timeout_s))
     checks = [c for k, mine in by_kind.items()       # each kind's implementations on its cases
               for c in run(mine, cases[k], timeout_s, progress, isolation)]
-    write_outputs(checks, out)          # in the order of `list`, not the order groups finished
+    write_outputs(checks, out, seed)    # in the order of `list`, not the order groups finished
     rows = summary(checks)
     bad = [r["impl"] for r in rows if r["fail"] or r["error"]]
     if as_json:
-        print(jsonout.dumps(report_json(checks, len(specs), out)))
+        print(jsonout.dumps(report_json(checks, len(specs), out, seed)))
         return exitcodes.FINDING if bad else exitcodes.OK
     print()
     print(terminal_summary(rows))
-    print(f"\n{len(checks)} checks over {len(specs)} specs; wrote {out / 'verify.csv'} "
+    print(f"\n{len(checks)} checks over {len(specs)} specs (random cases from --seed {seed}); "
+          f"wrote {out / 'verify.csv'} "
           f"and {out / 'verify.md'}")
     if bad:
         print(f"FAILED: {', '.join(bad)}")
