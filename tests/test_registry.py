@@ -194,3 +194,19 @@ def test_stack_and_cat_variants_are_two_algorithms(stack, cat):
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=f"{name} {spec.short()}")
     assert REGISTRY.get(stack).supports(Spec(3, 6, layout="concat"))
     assert REGISTRY.get(cat).supports(Spec(3, 6))
+
+
+def test_a_cuda_twin_is_the_same_factory_called_on_the_gpu():
+    registry = Registry()
+
+    @registry.register(name="twin-cpu", backend="numpy", supports=Supports(), cuda="twin-gpu")
+    def build(spec, device="cpu"):
+        """Says where it runs."""
+        return lambda: device
+
+    cpu, gpu = registry.get("twin-cpu"), registry.get("twin-gpu")
+    assert (cpu.device, gpu.device) == ("cpu", "cuda")
+    assert cpu.build(Spec(4, 4))() == "cpu" and gpu.build(Spec(4, 4))() == "cuda"
+    assert gpu.supports_fn is cpu.supports_fn and gpu.origin == cpu.origin and "Says where" in gpu.doc
+    built_in = REGISTRY.get("grid-torch-cuda")
+    assert built_in.device == "cuda" and built_in.build.keywords == {"device": "cuda"}

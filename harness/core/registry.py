@@ -19,7 +19,7 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Optional
 
 from harness import backends
@@ -138,13 +138,16 @@ class Registry:
         check: Optional[Callable[[], Optional[str]]] = None,
         library: Optional[str] = None,
         reference: bool = False,
+        cuda: Optional[str] = None,
     ) -> Callable[[Factory], Factory]:
         """Decorator for a factory; returns the factory unchanged so it stays testable. The kind
-        follows from the workload (names are unique across kinds) unless given."""
+        follows from the workload (names are unique across kinds) unless given. `cuda` names a
+        twin on the GPU: the same factory called with `device="cuda"` (it must take `device`),
+        registered once more under that name with everything else alike."""
         kind = kind or kinds.of_workload(workload).name
 
         def decorator(build: Factory) -> Factory:
-            self.add(Implementation(
+            impl = self.add(Implementation(
                 name=name, backend=backend, device=device, build=build,
                 supports_fn=supports if supports is not None else _default_supports(kind),
                 workload=workload, kind=kind,
@@ -152,6 +155,9 @@ class Registry:
                 check=check, origin=getattr(build, "__module__", "?"),
                 doc=(build.__doc__ or "").strip().split("\n")[0],
             ))
+            if cuda is not None:
+                self.add(replace(impl, name=cuda, device="cuda", doc=f"on the GPU: {impl.doc}",
+                                 build=functools.partial(build, device="cuda")))
             return build
 
         return decorator

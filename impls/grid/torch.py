@@ -51,26 +51,15 @@ def _broadcast(spec: GridSpec, device: str):
     return torch.no_grad()(lambda: broadcast_table(spec, ops, axes))
 
 
-@register(name="grid-torch", backend="torch", workload="grid", supports=EVERY_DTYPE)
-def build_grid_torch(spec: GridSpec):
+@register(name="grid-torch", backend="torch", workload="grid", supports=EVERY_DTYPE, cuda="grid-torch-cuda")
+def build_grid_torch(spec: GridSpec, device: str = "cpu"):
     """diffusers' way: meshgrid, each axis's 1-D sin/cos of every cell, torch.cat."""
-    return _meshgrid(spec, "cpu")
+    return _meshgrid(spec, device)
 
 
-@register(name="grid-torch-broadcast", backend="torch", workload="grid", supports=EVERY_DTYPE)
-def build_grid_torch_broadcast(spec: GridSpec):
-    """Each axis's table once, broadcast-written into strided views of the output."""
-    return _broadcast(spec, "cpu")
-
-
-@register(name="grid-torch-cuda", backend="torch", device="cuda", workload="grid", supports=EVERY_DTYPE)
-def build_grid_torch_cuda(spec: GridSpec):
-    """grid-torch on the GPU."""
-    return _meshgrid(spec, "cuda")
-
-
-@register(name="grid-torch-cuda-broadcast", backend="torch", device="cuda", workload="grid",
-          supports=EVERY_DTYPE)
-def build_grid_torch_cuda_broadcast(spec: GridSpec):
-    """grid-torch-broadcast on the GPU: per-axis tables, then one strided copy per block."""
-    return _broadcast(spec, "cuda")
+@register(name="grid-torch-broadcast", backend="torch", workload="grid", supports=EVERY_DTYPE,
+          cuda="grid-torch-cuda-broadcast")
+def build_grid_torch_broadcast(spec: GridSpec, device: str = "cpu"):
+    """Each axis's table once, broadcast-written into strided views of the output (one strided
+    copy per block)."""
+    return _broadcast(spec, device)

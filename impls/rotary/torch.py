@@ -148,10 +148,11 @@ def cached(spec: RotarySpec, q, k, positions, device: str = "cpu"):
     return apply
 
 
-@register(name="rotary-torch-cache", backend="torch", workload="cache", supports=EVERY_SPEC)
-def build_rotary_torch_cache(spec: RotarySpec):
+@register(name="rotary-torch-cache", backend="torch", workload="cache", supports=EVERY_SPEC,
+          cuda="rotary-torch-cuda-cache")
+def build_rotary_torch_cache(spec: RotarySpec, device: str = "cpu"):
     """transformers' cache: float32 inv_freq x positions, cat(freqs, freqs), cos/sin * scaling, cast."""
-    return build_model_cache(torch_ops("cpu"), spec)
+    return build_model_cache(torch_ops(device), spec)
 
 
 @register(name="rotary-torch-cache-fast", backend="torch", workload="cache", supports=EVERY_SPEC)
@@ -167,29 +168,25 @@ def build_rotary_torch_cache_recycled(spec: RotarySpec):
     return FastCache(spec, recycle=True)
 
 
-@register(name="rotary-torch-apply-unfused", backend="torch", workload="apply", supports=EVERY_SPEC)
-def build_rotary_torch_apply_unfused(spec: RotarySpec, q, k, positions):
+@register(name="rotary-torch-apply-unfused", backend="torch", workload="apply", supports=EVERY_SPEC,
+          cuda="rotary-torch-cuda-apply-unfused")
+def build_rotary_torch_apply_unfused(spec: RotarySpec, q, k, positions, device: str = "cpu"):
     """transformers' apply_rotary_pos_emb: the cache at the positions, x * cos + rotate_half(x) * sin."""
-    return build_model_apply(torch_ops("cpu"), spec, q, k, positions)
+    return build_model_apply(torch_ops(device), spec, q, k, positions)
 
 
-@register(name="rotary-torch-apply-fused", backend="torch", workload="apply", supports=EVERY_SPEC)
-def build_rotary_torch_apply_fused(spec: RotarySpec, q, k, positions):
+@register(name="rotary-torch-apply-fused", backend="torch", workload="apply", supports=EVERY_SPEC,
+          cuda="rotary-torch-cuda-apply-fused")
+def build_rotary_torch_apply_fused(spec: RotarySpec, q, k, positions, device: str = "cpu"):
     """No cache: float64 cos/sin once per (position, frequency), mul + addcmul_ into the output."""
-    return fused(spec, q, k, positions)
+    return fused(spec, q, k, positions, device)
 
 
-@register(name="rotary-torch-apply-cached", backend="torch", workload="apply", supports=EVERY_SPEC)
-def build_rotary_torch_apply_cached(spec: RotarySpec, q, k, positions):
+@register(name="rotary-torch-apply-cached", backend="torch", workload="apply", supports=EVERY_SPEC,
+          cuda="rotary-torch-cuda-apply-cached")
+def build_rotary_torch_apply_cached(spec: RotarySpec, q, k, positions, device: str = "cpu"):
     """Fast cache of every position from setup; the call gathers rows at the positions and rotates."""
-    return cached(spec, q, k, positions)
-
-
-@register(name="rotary-torch-cuda-cache", backend="torch", device="cuda", workload="cache",
-          supports=EVERY_SPEC)
-def build_rotary_torch_cuda_cache(spec: RotarySpec):
-    """rotary-torch-cache on the GPU: transformers' cache as it runs there."""
-    return build_model_cache(torch_ops("cuda"), spec)
+    return cached(spec, q, k, positions, device)
 
 
 @register(name="rotary-torch-cuda-cache-fast", backend="torch", device="cuda", workload="cache",
@@ -197,24 +194,3 @@ def build_rotary_torch_cuda_cache(spec: RotarySpec):
 def build_rotary_torch_cuda_cache_fast(spec: RotarySpec):
     """rotary-torch-cache-fast on the GPU: distinct columns by angle addition, written twice."""
     return build_fast_cache(torch_ops("cuda"), spec)
-
-
-@register(name="rotary-torch-cuda-apply-unfused", backend="torch", device="cuda", workload="apply",
-          supports=EVERY_SPEC)
-def build_rotary_torch_cuda_apply_unfused(spec: RotarySpec, q, k, positions):
-    """transformers' apply_rotary_pos_emb on the GPU, cache built for the positions first."""
-    return build_model_apply(torch_ops("cuda"), spec, q, k, positions)
-
-
-@register(name="rotary-torch-cuda-apply-fused", backend="torch", device="cuda", workload="apply",
-          supports=EVERY_SPEC)
-def build_rotary_torch_cuda_apply_fused(spec: RotarySpec, q, k, positions):
-    """No cache on the GPU: float64 cos/sin once per (position, frequency), rotated into the output."""
-    return fused(spec, q, k, positions, "cuda")
-
-
-@register(name="rotary-torch-cuda-apply-cached", backend="torch", device="cuda", workload="apply",
-          supports=EVERY_SPEC)
-def build_rotary_torch_cuda_apply_cached(spec: RotarySpec, q, k, positions):
-    """Cache of every position on the GPU from setup; the call gathers rows and rotates."""
-    return cached(spec, q, k, positions, "cuda")

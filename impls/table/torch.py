@@ -27,7 +27,7 @@ SEED_STACK = Supports(layouts=("interleaved",), freq_shifts=(0,))
 SEED_CAT = Supports(layouts=("concat",), freq_shifts=(1,))
 
 
-@register(name="seed-torch-stack", backend="torch", supports=SEED_STACK)
+@register(name="seed-torch-stack", backend="torch", supports=SEED_STACK, cuda="seed-torch-cuda-stack")
 def build_seed_torch_stack(spec: Spec, device: str = "cpu"):
     """Seeds 000/004: torch.pow(base, even_i/d), sin/cos, torch.stack(dim=2), flatten."""
     import torch
@@ -47,7 +47,7 @@ def build_seed_torch_stack(spec: Spec, device: str = "cpu"):
     return table
 
 
-@register(name="seed-torch-cat", backend="torch", supports=SEED_CAT)
+@register(name="seed-torch-cat", backend="torch", supports=SEED_CAT, cuda="seed-torch-cuda-cat")
 def build_seed_torch_cat(spec: Spec, device: str = "cpu"):
     """Seed 002: slope = exp(-ln(base) k/(half-1)), cat([sin, cos]) as [d, L], transposed."""
     import torch
@@ -100,42 +100,16 @@ def _torch_supports(base: Supports) -> Supports:
     return replace(base, dtypes=DTYPES)
 
 
-@register(name="torch-stack", backend="torch", supports=_torch_supports(INTERLEAVED))
-def build_torch_stack(spec: Spec):
-    """Any interleaved convention: torch.stack(dim=2) + flatten."""
-    return lambda: TORCH.stack(spec)
+@register(name="torch-stack", backend="torch", supports=_torch_supports(INTERLEAVED), cuda="torch-cuda-stack")
+def build_torch_stack(spec: Spec, device: str = "cpu"):
+    """Any interleaved convention: torch.stack(dim=2) + flatten (angles in float32 for half dtypes)."""
+    return lambda: TORCH.stack(spec, device)
 
 
-@register(name="torch-cat", backend="torch", supports=_torch_supports(CONCAT))
-def build_torch_cat(spec: Spec):
-    """Any concatenated convention: torch.cat([sin, cos], dim=1)."""
-    return lambda: TORCH.cat(spec)
-
-
-@register(name="seed-torch-cuda-stack", backend="torch", device="cuda", supports=SEED_STACK)
-def build_seed_torch_cuda_stack(spec: Spec):
-    """Seeds 000/004 as written, on the GPU (in the output dtype, positions included)."""
-    return build_seed_torch_stack(spec, device="cuda")
-
-
-@register(name="seed-torch-cuda-cat", backend="torch", device="cuda", supports=SEED_CAT)
-def build_seed_torch_cuda_cat(spec: Spec):
-    """Seed 002 as written, on the GPU (in the output dtype, positions included)."""
-    return build_seed_torch_cat(spec, device="cuda")
-
-
-@register(name="torch-cuda-stack", backend="torch", device="cuda",
-          supports=_torch_supports(INTERLEAVED))
-def build_torch_cuda_stack(spec: Spec):
-    """torch-stack on the GPU (angles in float32 for half dtypes)."""
-    return lambda: TORCH.stack(spec, "cuda")
-
-
-@register(name="torch-cuda-cat", backend="torch", device="cuda",
-          supports=_torch_supports(CONCAT))
-def build_torch_cuda_cat(spec: Spec):
-    """torch-cat on the GPU (angles in float32 for half dtypes)."""
-    return lambda: TORCH.cat(spec, "cuda")
+@register(name="torch-cat", backend="torch", supports=_torch_supports(CONCAT), cuda="torch-cuda-cat")
+def build_torch_cat(spec: Spec, device: str = "cpu"):
+    """Any concatenated convention: torch.cat([sin, cos], dim=1) (angles in float32 for half dtypes)."""
+    return lambda: TORCH.cat(spec, device)
 
 
 @register(name="torch-forward", backend="torch", workload="forward", supports=EVERY_CONVENTION)

@@ -103,27 +103,14 @@ class AngleAdd:
             return self.result(_compiled()(self.empty(), *self.tables()))
 
 
-@register(name="torch-angleadd", backend="torch", supports=EVERY_CONVENTION)
-def build_torch_angleadd(spec: Spec):
+@register(name="torch-angleadd", backend="torch", supports=EVERY_CONVENTION, cuda="torch-cuda-angleadd")
+def build_torch_angleadd(spec: Spec, device: str = "cpu"):
     """Angle addition in eager torch ops: mul + addcmul_ over cache-sized slabs."""
-    return AngleAdd(spec, "cpu").eager
+    return AngleAdd(spec, device).eager
 
 
-@register(name="torch-compile", backend="torch", supports=EVERY_CONVENTION)
-def build_torch_compile(spec: Spec):
-    """Angle addition, per-element pass fused by torch.compile; compiles at the first call."""
-    return AngleAdd(spec, "cpu").fused
-
-
-@register(name="torch-cuda-angleadd", backend="torch", device="cuda",
-          supports=EVERY_CONVENTION)
-def build_torch_cuda_angleadd(spec: Spec):
-    """Angle addition on the GPU in eager ops (the harness syncs the device after the call)."""
-    return AngleAdd(spec, "cuda").eager
-
-
-@register(name="torch-cuda-compile", backend="torch", device="cuda",
-          supports=EVERY_CONVENTION)
-def build_torch_cuda_compile(spec: Spec):
-    """Angle addition on the GPU, per-element pass fused by torch.compile (one Triton kernel)."""
-    return AngleAdd(spec, "cuda").fused
+@register(name="torch-compile", backend="torch", supports=EVERY_CONVENTION, cuda="torch-cuda-compile")
+def build_torch_compile(spec: Spec, device: str = "cpu"):
+    """Angle addition, per-element pass fused by torch.compile (one Triton kernel on the GPU);
+    compiles at the first call."""
+    return AngleAdd(spec, device).fused

@@ -82,10 +82,10 @@ def _one_output(spec: TimestepSpec, device: str, reduce: bool):
 
 
 @register(name="timestep-torch-diffusers", backend="torch", workload="timestep",
-          supports=DIFFUSERS_DTYPES)
-def build_torch_diffusers(spec: TimestepSpec):
+          supports=DIFFUSERS_DTYPES, cuda="timestep-torch-cuda-diffusers")
+def build_torch_diffusers(spec: TimestepSpec, device: str = "cpu"):
     """diffusers' get_timestep_embedding as written: float32 exponent, exp, multiply, cat."""
-    return _diffusers(spec, "cpu")
+    return _diffusers(spec, device)
 
 
 @register(name="timestep-torch", backend="torch", workload="timestep", supports=EVERY_DTYPE)
@@ -94,21 +94,9 @@ def build_torch(spec: TimestepSpec):
     return _one_output(spec, "cpu", reduce=False)
 
 
-@register(name="timestep-torch-reduced", backend="torch", workload="timestep", supports=EVERY_DTYPE)
-def build_torch_reduced(spec: TimestepSpec):
-    """float64 angles reduced to [-pi, pi], float32 sin/cos written into one output."""
-    return _one_output(spec, "cpu", reduce=True)
-
-
-@register(name="timestep-torch-cuda-diffusers", backend="torch", device="cuda", workload="timestep",
-          supports=DIFFUSERS_DTYPES)
-def build_torch_cuda_diffusers(spec: TimestepSpec):
-    """diffusers' get_timestep_embedding as written, on the GPU."""
-    return _diffusers(spec, "cuda")
-
-
-@register(name="timestep-torch-cuda-reduced", backend="torch", device="cuda", workload="timestep",
-          supports=EVERY_DTYPE)
-def build_torch_cuda_reduced(spec: TimestepSpec):
-    """timestep-torch-reduced on the GPU: timesteps and frequencies moved there once, in setup."""
-    return _one_output(spec, "cuda", reduce=True)
+@register(name="timestep-torch-reduced", backend="torch", workload="timestep", supports=EVERY_DTYPE,
+          cuda="timestep-torch-cuda-reduced")
+def build_torch_reduced(spec: TimestepSpec, device: str = "cpu"):
+    """float64 angles reduced to [-pi, pi], float32 sin/cos written into one output (timesteps
+    and frequencies moved to the device once, in setup)."""
+    return _one_output(spec, device, reduce=True)
