@@ -158,3 +158,55 @@ def test_bad_input_names_the_option_and_exits_2(option, value, tmp_path, capsys)
 def test_resume_without_a_run_is_a_clear_error(tmp_path, capsys):
     assert cli.main(["bench", "--out", str(tmp_path), "--resume"]) == 2
     assert "--resume" in capsys.readouterr().err
+
+
+QUIET = """
+import json, resource, sys
+from harness import cli, implementations
+from harness.bench import cli as bench_cli, options, supervisor, sweep
+from harness.core.selection import select
+from harness.runs import results
+
+state = {"watching": False, "writes": 0, "writes_while_watching": 0, "parent_cpu_s": 0.0}
+
+def cpu_s(who):
+    used = resource.getrusage(who)
+    return used.ru_utime + used.ru_stime
+
+watch = supervisor.Supervisor._watch
+def watching(self, *args, **kwargs):
+    state["watching"], start = True, cpu_s(resource.RUSAGE_SELF)
+    try:
+        return watch(self, *args, **kwargs)
+    finally:
+        state["parent_cpu_s"] += cpu_s(resource.RUSAGE_SELF) - start
+        state["watching"] = False
+supervisor.Supervisor._watch = watching
+
+write = results.write
+def counted(*args, **kwargs):
+    state["writes"] += 1
+    state["writes_while_watching"] += state["watching"]
+    return write(*args, **kwargs)
+results.write = counted
+
+opts = options.parse(cli.parse({"bench": bench_cli}, sys.argv[1:]))
+run_dir = sweep.open_run(opts, ["bench"], 1)
+sweep.run(opts, select(implementations(opts.plugins), opts.only, timing=True), run_dir)
+run_dir.lock.release()
+state["worker_cpu_s"] = cpu_s(resource.RUSAGE_CHILDREN)
+print(json.dumps(state))
+"""
+
+
+def test_the_parent_keeps_quiet_while_a_worker_times(tmp_path):
+    """While a worker times cells the parent only polls small files: no bench.csv rebuilt
+    (pandas) then, and its CPU time a small part of the worker's."""
+    argv = ["bench", "--out", str(tmp_path), *TINY, "--plugin", str(PLUGINS / "timed.py"),
+            "--only", "bt-2ms", "--only", "bt-20ms", "--max-time", "0.3", "--attempts", "1"]
+    proc = subprocess.run([sys.executable, "-c", QUIET, *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = json.loads(proc.stdout.splitlines()[-1])
+    assert state["writes"] >= 1 and state["writes_while_watching"] == 0
+    assert state["parent_cpu_s"] < 0.1 * state["worker_cpu_s"], state

@@ -3,7 +3,8 @@
 Groups run one after another, 1-thread groups first, so a thread pool never
 competes with another and an all-core cell can be predicted from its 1-thread
 sibling. Every row lands in the journal at once; bench.csv is rewritten from
-it every few seconds, after each group and on the way out (Ctrl-C included).
+it after each group and on the way out (Ctrl-C included), never while a worker
+times a cell: the parent only polls small files then, and prints a line per row.
 The last lines name the cells that are `invalid` and those flagged for load
 (harness.bench.contention), which the report leaves out of its verdicts.
 """
@@ -31,7 +32,6 @@ from harness.runs import flags as flag_rules
 from harness.runs import journal, results
 from harness.util.runlock import RunLock, create_unique
 
-CSV_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -69,21 +69,15 @@ def open_run(opts: SweepOptions, argv: Sequence[str], cores: int) -> RunDir:
         raise
 
 
-class _Csv:
-    """bench.csv, rebuilt from the journal at most every CSV_EVERY_S (and when forced).
+def write_csv(run: RunDir) -> None:
+    """Rebuild bench.csv from the journal: between groups and on the way out, never while a
+    worker times a cell (pandas in the parent would take a core from the cell it times).
 
     The journal, not the rows this process has seen, is the source: a worker killed
     by Ctrl-C may have written a row the parent had not read yet.
     """
-
-    def __init__(self, run: RunDir) -> None:
-        self.run, self.written = run, 0.0
-
-    def write(self, force: bool = False) -> None:
-        if force or time.monotonic() - self.written > CSV_EVERY_S:
-            rows = journal.read_all(self.run.path / journal.FILENAME)
-            results.write(self.run.path, rows, self.run.run_id, self.run.machine)
-            self.written = time.monotonic()
+    rows = journal.read_all(run.path / journal.FILENAME)
+    results.write(run.path, rows, run.run_id, run.machine)
 
 
 def cut_by_sweep_budget(row: dict[str, Any]) -> bool:
@@ -105,7 +99,6 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
     print(f"bench: run {run_dir.run_id} in {run_dir.path}"
           + (f" (resumed: {len(done)} cells already done)" if done else ""))
     print("\n".join(describe(cells, todo)), flush=True)
-    csv = _Csv(run_dir)
     progress = Progress(sum(len(g.cells) for g in todo))
     by_key = {c.key: c for c in cells.cells}
     retries = Retries(len(cells.cells), opts.attempts)
@@ -116,7 +109,6 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
     def on_row(new: dict[str, Any]) -> None:
         print(progress.line(new), flush=True)
         retries.seen(new, by_key.get(new["key"]), number[0])
-        csv.write()
 
     limits = opts.limits
     if limits.budget_s is not None:
@@ -135,7 +127,7 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
             if limits.deadline is not None and time.time() >= limits.deadline:
                 break
             supervisor.run(Group(group.backend, group.threads, tuple(interleave(group.cells))))
-            csv.write(force=True)
+            write_csv(run_dir)
         retries.timed(time.monotonic() - start)
 
     try:
@@ -145,7 +137,7 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
                 supervisor.settle(group.cells, Outcome("skip", used_up))
             else:
                 supervisor.run(group)
-            csv.write(force=True)
+            write_csv(run_dir)
             number[0] += 1
             again(retries.due(number[0]))
         while retries.waiting:
@@ -153,7 +145,7 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
             again(retries.due(number[0], final=True))
         supervisor.close()
     finally:
-        csv.write(force=True)
+        write_csv(run_dir)
     rows = journal.read_all(path)
     print("\n".join(closing(results.tidy(rows, run_dir.run_id, run_dir.machine))), flush=True)
     return rows

@@ -1,7 +1,7 @@
 """Which rows a report may trust: bench.csv, or the journal it is derived from.
 
 `bench` writes every finished cell to the journal (cells.jsonl) at once and
-rewrites bench.csv from it only every few seconds, so after a kill bench.csv
+rewrites bench.csv from it only between worker groups, so after a kill bench.csv
 can hold a fraction of the run, and a file copied or edited by hand can be
 header-only or cut mid-line. The journal is the truth: when it holds cells
 that bench.csv lacks or records differently, the rows are rebuilt from it
