@@ -7,6 +7,7 @@ nothing depends on how busy the machine running the tests is.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -133,15 +134,18 @@ def test_progress_lines_mark_flagged_cells():
     assert "FLAGGED (load: 1.7" in progress.line(ok(cell("busy"), 1e-3, others=1.7))
 
 
-def test_the_sweep_ends_with_a_line_naming_the_flagged_cells():
-    lines = closing(results.tidy([ok(cell(threads=1), 5e-6), ok(cell(threads=2), 14e-3),
-                                  ok(cell("busy"), 1e-3, others=1.7)], "run", "m"))
-    assert lines == [
+def test_the_sweep_ends_with_the_flagged_count_and_the_one_thing_to_do():
+    frame = results.tidy([ok(cell(threads=1), 5e-6), ok(cell(threads=2), 14e-3),
+                          ok(cell("busy"), 1e-3, others=1.7)], "run", "m")
+    assert flag_rules.summary(frame) == (      # the log's line: why each was flagged
         "bench: 2 of 3 timed cells flagged, kept out of recommendations and compare verdicts: "
         "1 under load (other processes busy on more than the free cores + 0.5), 1 slower with "
-        "more threads than 4x their 1-thread time (`flags` in bench.csv)"]
-    clean = closing(results.tidy([ok(cell(threads=1), 5e-6)], "run", "m"))
-    assert clean[0].startswith("bench: no cell flagged for load (of 1 timed ok)")
+        "more threads than 4x their 1-thread time (`flags` in bench.csv)")
+    lines = closing(frame, Path("results/run-1"))
+    assert lines[0].startswith("bench: 2 of 3 timed cells stayed flagged for load")
+    assert lines[1].endswith("python -m harness bench --resume results/run-1")
+    assert all(len(line) <= 100 for line in lines)
+    assert closing(results.tidy([ok(cell(threads=1), 5e-6)], "run", "m")) == []
 
 
 # -- verdicts ---------------------------------------------------------------------------

@@ -29,7 +29,8 @@ def headings(text: str) -> list[str]:
 
 def test_the_answer_comes_first_and_the_environment_last(text):
     lines = text.splitlines()
-    assert headings(text)[0] == "## Recommendation" and headings(text)[-1] == "## Environment"
+    assert headings(text)[:2] == ["## Answer", "## Recommendation"]
+    assert headings(text)[-1] == "## Environment"
     table_start = next(i for i, line in enumerate(lines) if line.startswith("| workload | size |"))
     assert table_start < 10                            # on the first screen
     assert all(len(line) < 400 for line in lines[:table_start])   # no wall of text before it
@@ -39,7 +40,7 @@ def test_short_table_has_one_row_per_workload_regime_and_dtype_with_the_gain(tex
     short = section(text, "Recommendation").split("### Detail")[0]
     rows = keyed_rows(short, "`table`") + keyed_rows(short, "`forward`")
     assert len(rows) == 2 * 3 * 2                      # workloads x regimes x dtypes
-    assert list(rows[0]) == ["workload", "size", "dtype", "use", "faster than usual",
+    assert list(rows[0]) == ["workload", "size", "dtype", "use", "threads", "faster than usual",
                              "usual choice", "max error (vs usual's)"]
     small = next(r for r in rows if (r["workload"], r["size"], r["dtype"]) == ("`table`", "small", "float32"))
     assert (small["use"], small["faster than usual"], small["usual choice"]) == \
@@ -53,7 +54,9 @@ def test_short_table_has_one_row_per_workload_regime_and_dtype_with_the_gain(tex
 
 def test_short_table_quotes_the_most_threads_and_the_detail_every_count(text):
     body = section(text, "Recommendation")
-    assert "timed with 2 threads" in body
+    assert "timed with 2 threads" not in body          # a claim the rows may contradict
+    short = keyed_rows(body.split("### Detail")[0], "`table`")
+    assert {r["threads"] for r in short} == {"2"}      # each row says its own
     detail = body.split("### Detail")[1]
     rows = keyed_rows(detail, "small")
     assert {r["threads"] for r in rows} == {"1", "2"}
@@ -171,3 +174,19 @@ def test_the_usual_choice_is_the_devices_own(tmp_path, no_plots):  # noqa: F811
     pivots = section(text, "Workload `table`")
     assert "**Speedup vs seed-torch-cuda-stack**" in pivots.split("### float32")[1]
     assert "**Speedup vs" not in pivots.split("### float16")[1].split("###")[0]
+
+
+def test_the_answer_block_and_answer_txt_say_the_same_with_true_threads_and_grades(tmp_path, no_plots):  # noqa: F811
+    run = write_run(tmp_path)
+    graded = pd.read_csv(run / "verify.csv")
+    graded["grade"] = "exact"
+    graded.loc[graded["impl"] == "fast-good", "grade"] = "float32"
+    graded.to_csv(run / "verify.csv", index=False)
+    text = build([run]).read_text()
+    rows = keyed_rows(section(text, "Answer"), "`table`")
+    small = next(r for r in rows if r["size"] == "small")
+    assert (small["use"], small["threads"], small["grade"]) == ("**fast-good**", "2", "float32")
+    assert small["faster than the usual choice"] == "10x"
+    lines = (run / "answer.txt").read_text().splitlines()
+    table = next(line for line in lines if line.startswith("table (float32): "))
+    assert "small fast-good (2 threads, float32, 10x vs seed-numpy-stack)" in table

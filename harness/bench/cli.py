@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from pathlib import Path
 
-from harness.bench import options, post, sweep
+from harness.bench import console, options, post, sweep
 from harness.bench.grid import plan
 from harness.core.registry import Implementation
 from harness.core.selection import select
+from harness.runs import results
 from harness.runs.results import FILENAME as CSV
 from harness.util import cpus, exitcodes
 
@@ -47,26 +49,46 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
 
 
 def _run(opts: options.SweepOptions, chosen: list[Implementation], run_dir: sweep.RunDir) -> int:
-    rows = sweep.run(opts, chosen, run_dir)
-    counts = Counter(r["status"] for r in rows)
-    print(f"\nbench: {len(rows)} cells: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    for what, where in (("table", CSV), ("environment", "env.json"),
-                        ("pytest-benchmark JSON", "raw/"), ("worker logs", "logs/")):
-        print(f"  {what}: {run_dir.path / where}")
+    verbs = post_verbs(chosen) if opts.post else []
+    estimate = console.post_estimate(opts.out, opts.quick, [*verbs, "report"] if opts.post else [])
+    screen = console.Console(0, estimate, log=sweep.log_path(run_dir.path), verbose=opts.verbose)
+    try:
+        return _sweep_and_post(opts, run_dir, chosen, verbs, screen)
+    finally:
+        screen.close()
+
+
+def _sweep_and_post(opts: options.SweepOptions, run_dir: sweep.RunDir,
+                    chosen: list[Implementation], verbs: list[str],
+                    screen: console.Console) -> int:
+    rows = sweep.run(opts, chosen, run_dir, screen)
+    frame = results.tidy(rows, run_dir.run_id, run_dir.machine)
+    counts = Counter(frame["status"]) if len(frame) else Counter()
+    screen.say(f"bench: {len(frame)} cells: "
+               + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+               + f" ({len(rows) - len(frame)} measured again); table {run_dir.path / CSV}")
     if not opts.post:
         return exitcodes.OK
     steps = post.run_all(run_dir.path, opts.plugins, opts.only, opts.quick,
-                         keep_fds=run_dir.lock.fds if run_dir.lock else (),
-                         verbs=post_verbs(chosen))
-    for step in steps:
-        if step.status == "ok" and step.output:
-            print(f"  {step.name}: {step.output}")
+                         keep_fds=run_dir.lock.fds if run_dir.lock else (), verbs=verbs,
+                         console=screen)
+    screen.close()
+    print("\n".join(_answer(run_dir.path)), flush=True)
     failed = [s.name for s in steps if s.failed]
     if failed:
         print(f"bench: post-step {', '.join(failed)} failed (see {run_dir.path / post.FAILURES}); "
               "the timings are complete", file=sys.stderr)
         return exitcodes.HARNESS
     return exitcodes.OK
+
+
+def _answer(run_dir: Path) -> list[str]:
+    """The report's short answer (one line per workload) and where the report is."""
+    found = run_dir / results.ANSWER
+    lines = found.read_text().splitlines() if found.is_file() else []
+    where = [f"report: {run_dir / name}" for name in ("report.md", "report.html")
+             if (run_dir / name).is_file()]
+    return (["", "answer:", *(f"  {line}" for line in lines)] if lines else []) + where
 
 
 def post_verbs(chosen: list[Implementation]) -> list[str]:

@@ -42,6 +42,7 @@ class SweepOptions:
     post: bool
     dry_run: bool
     attempts: int = MAX_ATTEMPTS
+    verbose: bool = False
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +92,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--no-post", action="store_true",
                      help="skip verify, conventions, precision and the report afterwards")
     run.add_argument("--dry-run", action="store_true", help="print the planned cells and stop")
+    run.add_argument("--verbose", action="store_true",
+                     help="a line per cell on the screen (always in the run's logs/bench.log)")
 
 
 def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
@@ -132,7 +135,7 @@ def parse(args: argparse.Namespace) -> SweepOptions:
     out = Path(args.out)
     return SweepOptions(grid, timing, limits, out, _resume_dir(args.resume, out),
                         tuple(args.plugin), tuple(args.only), args.quick, not args.no_post,
-                        args.dry_run, _at_least(args.attempts, "--attempts", 1))
+                        args.dry_run, _at_least(args.attempts, "--attempts", 1), args.verbose)
 
 
 def _csv(values: tuple) -> str:

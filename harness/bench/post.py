@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 from harness.core.isolate import describe_exit
 from harness.util import exitcodes, io, lifeline
@@ -35,6 +35,8 @@ FAILURES = "post_failures.json"
 #: What runs after a sweep, in order (the report comes after them)
 VERBS = ("verify", "conventions", "precision")
 FAILED = ("failed", "error")
+#: How often a running step lets the live line's clock move, in seconds.
+TICK_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ class Step:
 
 
 def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[str],
-             quick: bool, keep_fds: Sequence[int] = ()) -> Step:
+             quick: bool, keep_fds: Sequence[int] = (),
+             tick: Callable[[], None] = lambda: None) -> Step:
     target = [str(run_dir)] if verb == "report" else []      # report reads the run it writes to
     argv = [sys.executable, "-m", "harness", verb, *target, "--out", str(run_dir)]
     argv += [a for p in plugins for a in ("--plugin", p)]
@@ -69,7 +72,7 @@ def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[st
                                     env=_env(line), pass_fds=(*line.fds, *keep_fds))
         finally:
             line.started()
-        code = proc.wait()
+        code = _wait(proc, tick)
     status = {exitcodes.OK: "ok", exitcodes.FINDING: "found" if verb == "verify" else "failed"}
     detail = describe_exit(code) + (" (wrong implementations: see verify.md)"
                                     if code == exitcodes.FINDING and verb == "verify" else "")
@@ -77,22 +80,32 @@ def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[st
                 str(log.relative_to(run_dir)))
 
 
+def _wait(proc: subprocess.Popen, tick: Callable[[], None]) -> int:
+    """The step's exit code; `tick` every TICK_S meanwhile (the live line's clock)."""
+    while True:
+        try:
+            return proc.wait(timeout=TICK_S)
+        except subprocess.TimeoutExpired:
+            tick()
+
+
 def _env(line: lifeline.Lifeline) -> dict[str, str]:
     return {**os.environ, **line.env}
 
 
 def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: bool,
-            keep_fds: Sequence[int] = (), verbs: Optional[Sequence[str]] = None) -> list[Step]:
-    """Every post-step in order, each printed as it ends; post_failures.json before the report,
-    post.json at the end."""
-    steps = []
-    for verb in VERBS if verbs is None else verbs:
-        print(f"post: {verb} ...", flush=True)
-        steps.append(run_verb(verb, run_dir, plugins, only, quick, keep_fds))
-        _print(steps[-1])
-    write_failures(run_dir, steps)
-    steps.append(run_verb("report", run_dir, plugins, only, quick, keep_fds))
-    _print(steps[-1])
+            keep_fds: Sequence[int] = (), verbs: Optional[Sequence[str]] = None,
+            console: Optional[Reporter] = None) -> list[Step]:
+    """Every post-step in order, each shown as it starts and ends (on `console`, else printed);
+    post_failures.json before the report, post.json at the end."""
+    say = console or _Printer()
+    steps: list[Step] = []
+    for verb in [*(VERBS if verbs is None else verbs), "report"]:
+        if verb == "report":
+            write_failures(run_dir, steps)
+        say.begin(verb)
+        steps.append(run_verb(verb, run_dir, plugins, only, quick, keep_fds, say.tick))
+        say.end(verb, _describe(steps[-1]))
     write_failures(run_dir, steps)
     io.write_text(run_dir / FILENAME, json.dumps([asdict(s) for s in steps], indent=2) + "\n")
     return steps
@@ -114,7 +127,30 @@ def read_failures(run_dir: Path) -> list[dict[str, str]]:
     return data if isinstance(data, list) else []
 
 
-def _print(step: Step) -> None:
+def _describe(step: Step) -> str:
     detail = step.detail + (f"; log {step.log}" if step.log else "")
-    print(f"post: {step.name} {step.status} in {step.seconds:.0f} s"
-          + (f" ({detail})" if step.detail and step.status != "ok" else ""), flush=True)
+    return (f"post: {step.name} {step.status} in {step.seconds:.0f} s"
+            + (f" ({detail})" if step.detail and step.status != "ok" else ""))
+
+
+class Reporter(Protocol):
+    """Where post-steps are shown (harness.bench.console.Console)."""
+
+    def begin(self, step: str) -> None: ...
+
+    def end(self, step: str, text: str) -> None: ...
+
+    def tick(self) -> None: ...
+
+
+class _Printer:
+    """Plain lines, for a caller without a console."""
+
+    def begin(self, step: str) -> None:
+        print(f"post: {step} ...", flush=True)
+
+    def end(self, step: str, text: str) -> None:
+        print(text, flush=True)
+
+    def tick(self) -> None:
+        pass

@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from harness.runs.flags import Running
 from harness.util.units import NOISY_IQR, seconds
@@ -45,10 +45,17 @@ class Progress:
         self.gaps: deque[float] = deque(maxlen=ETA_WINDOW)
         self.flags = Running()
 
-    def eta(self) -> str:
+    def left_s(self) -> Optional[float]:
+        """Seconds until the last cell (None until ETA_AFTER cells have finished)."""
+        if self.done >= self.total:
+            return 0.0
         if self.done < ETA_AFTER:
-            return "ETA ..."
-        return f"ETA {duration(statistics.median(self.gaps) * max(self.total - self.done, 0))}"
+            return None
+        return statistics.median(self.gaps) * (self.total - self.done)
+
+    def eta(self) -> str:
+        left = self.left_s()
+        return "ETA ..." if left is None else f"ETA {duration(left)}"
 
     def line(self, row: dict[str, Any]) -> str:
         """Count `row` as finished and describe it."""

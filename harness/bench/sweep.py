@@ -24,7 +24,7 @@ from harness.bench.budget import BUDGET_PREFIX
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.grid import Plan, plan
 from harness.bench.options import SweepOptions
-from harness.bench.progress import Progress
+from harness.bench.console import Console
 from harness.bench.remeasure import Retries, interleave
 from harness.bench.supervisor import Group, Supervisor
 from harness.core.registry import Implementation
@@ -85,9 +85,29 @@ def cut_by_sweep_budget(row: dict[str, Any]) -> bool:
     return row.get("status") == "skip" and str(row.get("reason", "")).startswith(BUDGET_PREFIX)
 
 
-def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) -> list[dict[str, Any]]:
+def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
+        console: Optional[Console] = None) -> list[dict[str, Any]]:
     """Time every planned cell not already in the run's journal, then measure flagged cells
-    again within a bound (harness.bench.remeasure); returns every row of the run."""
+    again within a bound (harness.bench.remeasure); returns every row of the run. What it
+    says goes to `console` (default: a new one, logging to logs/bench.log)."""
+    own = console is None
+    if console is None:
+        console = Console(0, {}, log=log_path(run_dir.path))
+    try:
+        return _sweep(opts, impls, run_dir, console)
+    finally:
+        if own:
+            console.close()
+
+
+def log_path(run_dir: Path) -> Path:
+    """The run's own log: every line bench said, and one per cell."""
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    return run_dir / "logs" / "bench.log"
+
+
+def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
+           console: Console) -> list[dict[str, Any]]:
     cells = plan(impls, opts.grid)
     path = run_dir.path / journal.FILENAME
     earlier = journal.read_all(path)
@@ -96,10 +116,13 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
         if cell.key not in done:
             journal.append(path, row(cell, Outcome("skip", reason)))
     todo = groups(c for c in cells.cells if c.key not in done)
-    print(f"bench: run {run_dir.run_id} in {run_dir.path}"
-          + (f" (resumed: {len(done)} cells already done)" if done else ""))
-    print("\n".join(describe(cells, todo)), flush=True)
-    progress = Progress(sum(len(g.cells) for g in todo))
+    console.say(f"bench: run {run_dir.run_id} in {run_dir.path}"
+                + (f" (resumed: {len(done)} cells already done)" if done else ""))
+    planned = describe(cells, todo)
+    console.say(planned[0].split(": ")[0].strip())
+    for line in planned:
+        console.say(line, screen=False)
+    console.more_cells(sum(len(g.cells) for g in todo))
     by_key = {c.key: c for c in cells.cells}
     retries = Retries(len(cells.cells), opts.attempts)
     number = [0]                        # the group now running (retries wait for a later one)
@@ -107,7 +130,7 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
         retries.seen(old, by_key.get(old["key"]), -1)
 
     def on_row(new: dict[str, Any]) -> None:
-        print(progress.line(new), flush=True)
+        console.cell(new)
         retries.seen(new, by_key.get(new["key"]), number[0])
 
     limits = opts.limits
@@ -120,8 +143,9 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
         """Measure `cells_now` again, one worker per (backend, threads), counted as retries."""
         if not cells_now:
             return
-        progress.total += len(cells_now)
-        print(f"bench: measuring {len(cells_now)} flagged cell(s) again", flush=True)
+        console.more_cells(len(cells_now))
+        console.say(f"bench: measuring {len(cells_now)} cell(s) again, flagged for load or noise",
+                    screen=console.verbose)
         start = time.monotonic()
         for group in groups(cells_now):
             if limits.deadline is not None and time.time() >= limits.deadline:
@@ -147,12 +171,17 @@ def run(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir) ->
     finally:
         write_csv(run_dir)
     rows = journal.read_all(path)
-    print("\n".join(closing(results.tidy(rows, run_dir.run_id, run_dir.machine))), flush=True)
+    frame = results.tidy(rows, run_dir.run_id, run_dir.machine)
+    if len(frame):
+        console.say(flag_rules.summary(frame), screen=console.verbose)
+    for line in closing(frame, run_dir.path):
+        console.say(line)
     return rows
 
 
-def closing(frame: pd.DataFrame) -> list[str]:
-    """What the end of a sweep says about its cells: invalid ones, and those flagged for load."""
+def closing(frame: pd.DataFrame, run_dir: Optional[Path] = None) -> list[str]:
+    """What the end of a sweep says about its cells: invalid ones, and those still flagged for
+    load after being measured again, with the one thing to do about them."""
     lines = []
     invalid = frame[frame["status"] == "invalid"] if len(frame) else frame
     if len(invalid):
@@ -162,8 +191,11 @@ def closing(frame: pd.DataFrame) -> list[str]:
                      f"({lookups} lookup(s) keeping a table after setup, {len(invalid) - lookups} "
                      "with a result that is not a fresh, finite table of the right shape and "
                      "dtype): see `reason` in bench.csv")
-    if len(frame):
-        lines.append(flag_rules.summary(frame))
+    marked, timed = flag_rules.flagged_count(frame)
+    if marked:
+        lines += [f"bench: {marked} of {timed} timed cells stayed flagged for load (left out of "
+                  "the answers);",
+                  "  " + flag_rules.what_to_do(str(run_dir) if run_dir is not None else "RUN_DIR")]
     return lines
 
 

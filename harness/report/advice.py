@@ -61,13 +61,11 @@ def accuracy(tables: Mapping[str, Optional[positions.Errors]], name: str) -> str
 
 
 def _intro(found: Sequence[Answer], name: str) -> str:
-    threads = sorted({a.pick.threads for a in found if a.pick.device == "cpu"})
-    with_threads = f" with {fmt.threads(threads[-1])}" if threads else ""
     other = " (the default; `report --convention NAME` for another)" if name == convention.PAPER \
         else ""
     return (f"What to use: the fastest implementation that passes `verify` and builds the "
             f"**{convention.describe(name)}** table{other}{_family_note(found)}, "
-            f"timed{with_threads} in this run, and "
+            "timed in this run (at the thread count in its row: each group's most), and "
             "how much faster it is than the usual choice: the seed or plain implementation code "
             "starts from on that device, timed beside it.")
 
@@ -89,7 +87,7 @@ def _short(found: Sequence[Answer], name: str) -> pd.DataFrame:
         row.update({"size": p.regime.name, "dtype": p.dtype})
         if len(devices) > 1:
             row["device"] = p.device
-        row.update({"use": f"**{p.impl}**" + _timed_as(p, name),
+        row.update({"use": f"**{p.impl}**" + _timed_as(p, name), "threads": p.threads,
                     "faster than usual": _gain_text(a.speedup, p.impl == a.usual),
                     "usual choice": a.usual or "-",
                     "max error (vs usual's)": _errors(a)})

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.report import (advice, convention, device, extras, flags, markdown, plots, positions, sections,
-                            side_by_side)
+                            side_by_side, summary)
 from harness.report.accuracy import error_by_position
 from harness.report.answer import answers
 from harness.report.compare import MIN_SHARED_PCT, changes, require_overlap
@@ -19,6 +19,7 @@ from harness.report.frontier import ACCURACY_DTYPE, Tradeoff, reference_size, tr
 from harness.report.load import Run, load_run
 from harness.report.measures import DEFAULT_BASELINES, SEED_000, baselines, dtype_order, timed, workload_rank
 from harness.report.recommend import Recommendation, recommend
+from harness.runs.results import ANSWER
 from harness.util import io
 
 
@@ -70,8 +71,10 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
     title = markdown.heading(1, f"pe-harness benchmark report — {run.machine}")
     lead = (f"Run `{run.run_id}` at {run.env.get('time_utc', 'an unknown time')}, commit "
             f"`{sections.commit(run.env)[:12]}`; environment at the end.")
+    io.write_text(out / ANSWER, "".join(f"{line}\n" for line in summary.lines(found, run.verify)))
     return markdown.join(
-        title, lead, extras.post_failures(run), sections.sources([run, *([base] if base else [])]),
+        title, lead, extras.post_failures(run), summary.section(found, run.verify),
+        summary.still_flagged(run), sections.sources([run, *([base] if base else [])]),
         advice.recommendation(found, picks, run.bench, baseline, name, run.verify is not None),
         advice.accuracy(errors, name),
         device.section(run.device, run.env),

@@ -118,6 +118,21 @@ def summary(frame: pd.DataFrame) -> str:
             + ", ".join(why) + " (`flags` in bench.csv)")
 
 
+def flagged_count(frame: pd.DataFrame) -> tuple[int, int]:
+    """(flagged, timed ok) among the implementation cells (roofs aside): the count bench's last
+    lines and the report's first both give."""
+    if frame.empty:
+        return 0, 0
+    ok = _ok(frame) & ~frame["is_roof"].astype(str).str.lower().isin(("true", "1"))
+    return int((flagged(frame) & ok).sum()), int(ok.sum())
+
+
+def what_to_do(run_dir: str) -> str:
+    """The one thing to do about cells that stayed flagged."""
+    return (f"to measure them again when the machine is quieter: python -m harness bench "
+            f"--resume {run_dir}")
+
+
 class Running:
     """Flags of rows as they arrive (for the progress lines): remembers 1-thread medians."""
 

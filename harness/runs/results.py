@@ -23,6 +23,8 @@ from harness.runs.identity import OUTPUT
 from harness.util import io
 
 FILENAME = "bench.csv"
+#: The report's short answer, one line per workload, that bench prints at its end.
+ANSWER = "answer.txt"
 #: A roof stands beside the cells that write the same bytes in the same way (bytes_out tells a
 #: grid's cls rows and a rotary apply's heads apart).
 ROOF_KEYS = [*OUTPUT, "bytes_out"]
