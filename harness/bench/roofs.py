@@ -22,6 +22,7 @@ import numpy as np
 from harness.core import kinds
 from harness.core.registry import Implementation, Registry
 from harness.core.kinds.table.spec import Spec
+from harness.runs.results import COMPUTE_ROOF
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
 
@@ -309,6 +310,59 @@ def _register_apply_roofs() -> None:
 
 
 _register_apply_roofs()
+
+
+def _sincos(functions: str):
+    """A compute-bound workload's roof (its `angles`): one float32 sin and one cos of each angle
+    through vector math (`functions`: NumPy's SIMD loops, or torch's threaded ones) into
+    recycled memory, contiguous. A half-precision output gets them through a float32 scratch
+    and one rounding by torch's threaded copy (NumPy's float32-to-float16 cast is scalar here:
+    it took 5x the sines themselves)."""
+
+    def write_into(spec: Any):
+        work = [w for w in kinds.of(spec).workloads if w.angles is not None][0]
+        angles = np.ascontiguousarray(work.angles(spec), dtype=np.float32).reshape(-1)
+        n = angles.size
+        scratch = None if spec.dtype == "float32" else np.empty(2 * n, np.float32)
+        wrap, sin, cos, view, source = (lambda a: a), np.sin, np.cos, None, None
+        if functions == "torch" or scratch is not None:
+            import torch
+
+            view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
+            source = None if scratch is None else torch.from_numpy(scratch)
+            if functions == "torch":
+                wrap, sin, cos = torch.from_numpy, torch.sin, torch.cos
+        given = wrap(angles)
+
+        def write(out: np.ndarray) -> None:
+            flat = out.reshape(-1)
+            into = flat[:2 * n] if scratch is None else scratch
+            sin(given, out=wrap(into[:n]))
+            cos(given, out=wrap(into[n:]))
+            if scratch is not None:
+                view(flat[:2 * n]).copy_(source)
+            flat[2 * n:] = 0   # an odd width's zero column: as many elements
+
+        return write
+
+    write_into.__doc__ = (f"float32 sin and cos of the workload's angles ({functions}) into recycled "
+                          "memory: the compute roof")
+    return _recycled(write_into)
+
+
+def _register_compute_roofs() -> None:
+    for kind in kinds.KINDS.values():
+        for work in kind.workloads:
+            if work.angles is None:
+                continue
+            for stem, functions, supports in ((COMPUTE_ROOF, "numpy", dtypes("float32")),
+                                              (f"{COMPUTE_ROOF}-numpy", "numpy", dtypes("float16", "bfloat16")),
+                                              (f"{COMPUTE_ROOF}-torch", "torch", TORCH_DTYPES)):
+                ROOF_REGISTRY.register(name=roof_name(stem, work.name), backend="torch" if stem != COMPUTE_ROOF else "numpy",
+                                       workload=work.name, supports=supports)(_sincos(functions))
+
+
+_register_compute_roofs()
 
 
 def roofs_for(workload: str, device: str) -> Iterable[Implementation]:

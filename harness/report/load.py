@@ -25,7 +25,7 @@ REQUIRED = ("impl", "workload", "length", "d_model", "dtype", "threads", "median
 OPTIONAL: Mapping[str, Any] = {
     "run_id": "", "machine": "", "backend": "", "device": "cpu", "convention": "", "batch": 0,
     "reason": "", "mode": "", "kind": "table", "heads": 1,
-    "roof_ratio": float("nan"), "is_roof": False,
+    "roof_ratio": float("nan"), "roof_bound": "memory", "is_roof": False,
 }
 #: The one timing mode of device cells that the CPU-shaped sections show (what a user sees:
 #: call + sync); every mode is in `Run.device` for the GPU section (harness.bench.modes).

@@ -1,10 +1,11 @@
 """From journal rows to the tidy `bench.csv`: one row per cell, derived columns added.
 
-`gbps` is output bytes per second of the median call. `roof_s` is the fastest
-roof (a fill, or a bare x + pe, into fresh or recycled memory: harness.bench.roofs)
-for the same output in the same run:
-same workload, shape, dtype, threads, device, batch and timing mode; `roof_ratio` =
-median_s / roof_s, so 1 means "as fast as writing the memory". `flags` says why
+`gbps` is output bytes per second of the median call. `roof_s` is the binding
+roof for the same output in the same run (same workload, shape, dtype, threads, device, batch
+and timing mode): the fastest way to meet each limit (memory: a fill, or a bare x + pe, into
+fresh or recycled memory; compute: the same count of float32 sines and cosines through vector
+math; harness.bench.roofs), and of those the slowest, named in `roof_bound`; `roof_ratio` =
+median_s / roof_s, so 1 means "as fast as the limit allows". `flags` says why
 a timing may be distorted by other processes (harness.bench.contention: load,
 or far slower at more threads than at one); a flagged roof is no yardstick.
 `status` `invalid`: the cell's result or callable failed bench's checks
@@ -25,6 +26,8 @@ from harness.util import io
 FILENAME = "bench.csv"
 #: The report's short answer, one line per workload, that bench prints at its end.
 ANSWER = "answer.txt"
+#: The names of compute roofs (harness.bench.roofs: vector sin/cos) start so; the rest are memory roofs.
+COMPUTE_ROOF = "roof-sincos"
 #: A roof stands beside the cells that write the same bytes in the same way (bytes_out tells a
 #: grid's cls rows and a rotary apply's heads apart).
 ROOF_KEYS = [*OUTPUT, "bytes_out"]
@@ -32,7 +35,7 @@ COLUMNS = [
     "run_id", "machine", "impl", "backend", "device", "kind", "workload", "convention", "length",
     "d_model", "dtype", "threads", "batch", "heads", "mode", "median_s", "iqr_s", "min_s", "mean_s",
     "stddev_s", "rounds", "build_s", "first_call_s", "peak_bytes", "peak_method", "bytes_out", "gbps",
-    "roof_s", "roof_ratio", "status", "reason", "flags", "retains_bytes", "load_before",
+    "roof_s", "roof_ratio", "roof_bound", "status", "reason", "flags", "retains_bytes", "load_before",
     "load_after", "others_busy", "cores", "thread_settings", "is_roof", "attempts", "key",
 ]
 #: Columns a journal written before them lacks (NaN there).
@@ -55,11 +58,26 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
     df["run_id"], df["machine"] = run_id, machine
     df["gbps"] = df["bytes_out"] / df["median_s"] / 1e9
     df["flags"] = flag_rules.flags(df)
-    ok_roofs = df[df["is_roof"].astype(bool) & (df["status"] == "ok") & (df["flags"] == "")]
-    roof_s = ok_roofs.groupby(ROOF_KEYS)["median_s"].min().rename("roof_s").reset_index()
-    df = df.merge(roof_s, how="left", on=ROOF_KEYS)
+    df = df.merge(roofs(df), how="left", on=ROOF_KEYS)
     df["roof_ratio"] = df["median_s"] / df["roof_s"]
     return df[COLUMNS]
+
+
+def roof_bound(impl: str) -> str:
+    """Which limit a roof measures: "compute" (vector sin/cos) or "memory" (a fill or a pass)."""
+    return "compute" if str(impl).startswith(COMPUTE_ROOF) else "memory"
+
+
+def roofs(df: pd.DataFrame) -> pd.DataFrame:
+    """Per output (ROOF_KEYS): `roof_s`, the binding roof, and `roof_bound`, which limit it is.
+    Within a bound the fastest roof counts (fresh or recycled memory, NumPy or torch: each is a
+    way to meet that limit); across bounds the slowest, since a workload needs both its
+    writes and its sines."""
+    ok = df[df["is_roof"].astype(bool) & (df["status"] == "ok") & (df["flags"] == "")]
+    ok = ok.assign(roof_bound=ok["impl"].map(roof_bound))
+    fastest = ok.groupby([*ROOF_KEYS, "roof_bound"])["median_s"].min().rename("roof_s").reset_index()
+    binding = fastest.sort_values("roof_s", kind="stable").drop_duplicates(ROOF_KEYS, keep="last")
+    return binding[[*ROOF_KEYS, "roof_s", "roof_bound"]]
 
 
 def newest(df: pd.DataFrame) -> pd.DataFrame:

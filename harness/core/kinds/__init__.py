@@ -43,6 +43,9 @@ class Workload:
     expect: Optional[Expect] = None       # None: the kind's reference and tolerance as they are
     batched: bool = False                 # its inputs have a batch axis bench sweeps
     heads: bool = False                   # ... and an attention-heads axis (a rotary apply)
+    #: a compute-bound workload's float64 angles (one sin and one cos each): bench times the same
+    #: count of float32 sines and cosines beside it, its compute roof (harness.bench.roofs)
+    angles: Optional[Callable[[Any], np.ndarray]] = None
     doc: str = ""
 
     def arguments(self, spec: Any, batch: int = 1, heads: int = 1) -> tuple:

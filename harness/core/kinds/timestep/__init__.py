@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from harness.core.kinds import Kind, Workload, add
 from harness.core.kinds.timestep.cases import CONVENTIONS, bench_spec, timestep_cases
-from harness.core.kinds.timestep.reference import reference, tolerance
+from harness.core.kinds.timestep.reference import angles, reference, tolerance
 from harness.core.kinds.timestep.spec import TimestepSpec
 
 __all__ = ["TIMESTEP", "TimestepSpec", "CONVENTIONS"]
@@ -18,10 +18,10 @@ TIMESTEP = add(Kind(
     name="timestep", spec_type=TimestepSpec, reference=reference, tolerance=tolerance,
     cases=timestep_cases,
     workloads=(Workload("timestep", shape=lambda spec, batch, heads: (spec.count, spec.dim),
-                        doc="embed the spec's timesteps: [len(timesteps), dim]"),),
+                        angles=angles, doc="embed the spec's timesteps: [len(timesteps), dim]"),),
     conventions=CONVENTIONS, bench_spec=bench_spec,
     bench_sizes=((256, 8192, 65536), (256, 1024)),    # a batch of timesteps x a UNet's widths
-    bench_dtypes=("float32",),
+    bench_dtypes=("float32", "bfloat16", "float16"),   # diffusion models run in half precision
     bench_sizes_quick=((256, 4096), (256, 1024)),
     axes=("timesteps", "dim"),
     doc="diffusion timestep embeddings (DDPM, guided-diffusion, diffusers' Timesteps)",
