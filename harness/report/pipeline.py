@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.report import (advice, convention, device, extras, flags, markdown, plots, positions, sections,
-                            side_by_side, summary)
+from harness.report import (advice, convention, device, extras, flags, html, markdown, plots, positions,
+                            sections, side_by_side, summary)
 from harness.report.accuracy import error_by_position
 from harness.report.answer import answers
 from harness.report.compare import MIN_SHARED_PCT, changes, require_overlap
@@ -27,7 +27,8 @@ def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
           baseline: str = DEFAULT_BASELINES["table"], compare: Optional[Path] = None,
           only: Sequence[str] = (), min_shared: float = MIN_SHARED_PCT,
           convention_name: str = convention.PAPER) -> Path:
-    """Write report.md (and plots/ beside it) for one run, or side by side for several.
+    """Write report.md, report.html (harness.report.html: the same, one self-contained page)
+    and plots/ for one run, or side by side for several.
 
     Recommendations are made within `convention_name` (harness.report.convention):
     only implementations verify found building that table are picked.
@@ -55,7 +56,9 @@ def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     else:
         out = Path(out_dir)
         text = _several(runs, out, baseline, base, convention_name)
-    return io.write_text(out / "report.md", text)
+    path = io.write_text(out / "report.md", text)
+    html.write(text, out, title=text.splitlines()[0].lstrip("# "))
+    return path
 
 
 def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) -> str:
