@@ -19,7 +19,7 @@ import pytest
 from harness import implementations
 from harness.core.kinds.rotary import (RotarySpec, apply_reference, apply_tolerance, cache_reference,
                                        cache_tolerance)
-from harness.core.kinds.rotary.apply import apply_inputs
+from harness.core.kinds.rotary.apply import apply_inputs, representable
 
 NAMES = ("triton-rotary-cache", "triton-rotary-apply-fused")
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
@@ -119,8 +119,7 @@ def test_apply_within_tolerance(name, batch, heads, min_programs):
     qx, kx = (torch.from_numpy(x).to(DEVICE, dtype) for x in (q, k))
     oq, ok = torch.full_like(qx, float("nan")), torch.full_like(kx, float("nan"))
     extra = {} if min_programs is None else {"min_programs": min_programs}
-    launch = triton_rotary.apply_launcher(spec, batch * heads, spec.length,
-                                          torch.from_numpy(positions).to(DEVICE),
+    launch = triton_rotary.apply_launcher(spec, qx, kx, torch.from_numpy(positions).to(DEVICE),
                                           *_constants(spec), **extra)
     launch(qx, kx, oq, ok)
     got = np.stack([_float64(oq), _float64(ok)])
@@ -129,6 +128,57 @@ def test_apply_within_tolerance(name, batch, heads, min_programs):
     assert _worst(got, apply_reference(spec, q, k, positions, cache), allowed) <= 1.0
     tail = got[..., spec.rot:]   # dims past rot pass through unchanged
     np.testing.assert_array_equal(tail, np.stack([_float64(qx), _float64(kx)])[..., spec.rot:])
+
+
+#: The forms kernels take: (spec, sequence first, q heads, k heads, ids per sequence, in place,
+#: min_programs); k with one head and with fewer heads than a group, groups mixing q and k heads.
+FORM_CASES = [("half-f32", True, 4, 1, False, False, None), ("half-partial-f16", True, 6, 2, True, False, 1),
+              ("interleaved-partial", False, 3, 1, True, True, 1),
+              ("interleaved-partial", True, 3, 1, False, True, 1), ("half-partial-f16", True, 4, 2, False, True, 2),
+              ("llama3-bf16", True, 8, 2, True, True, None), ("far-f32", False, 2, 2, True, False, 1)]
+
+
+def _ids(spec: RotarySpec, batch: int, per_sequence: bool) -> np.ndarray:
+    """Shuffled position ids `[seq]`, or `[batch, seq]` with a different shuffle per sequence."""
+    rng = np.random.default_rng(7)
+    rows = [rng.permutation(spec.length) + spec.offset for _ in range(batch if per_sequence else 1)]
+    return np.stack(rows) if per_sequence else rows[0]
+
+
+@needs_triton
+@pytest.mark.parametrize("name, seq_first, q_heads, k_heads, per_sequence, in_place, min_programs",
+                         FORM_CASES)
+def test_apply_forms(name, seq_first, q_heads, k_heads, per_sequence, in_place, min_programs):
+    """Sequence-first memory, k with fewer heads, ids per sequence, in place: one kernel, the
+    same tolerance, sequence by sequence against the reference."""
+    import torch
+
+    from harness.impls.rotary import triton as triton_rotary
+
+    spec, batch = SPECS[name], 3
+    rng = np.random.default_rng(11)
+    q, k = (representable(rng.standard_normal((batch, h, spec.length, spec.head_dim)), spec.dtype)
+            for h in (q_heads, k_heads))
+    ids = _ids(spec, batch, per_sequence)
+    dtype = getattr(torch, spec.dtype)
+    handed = [np.swapaxes(x, 1, 2) if seq_first else x for x in (q, k)]
+    qx, kx = (torch.from_numpy(x.copy()).to(DEVICE, dtype) for x in handed)   # in place: a copy
+    oq, ok = (qx, kx) if in_place else (torch.full_like(qx, float("nan")),
+                                        torch.full_like(kx, float("nan")))
+    extra = {} if min_programs is None else {"min_programs": min_programs}
+    triton_rotary.apply_launcher(spec, qx, kx, torch.from_numpy(ids).to(DEVICE), *_constants(spec),
+                                 seq_first=seq_first, in_place=in_place, **extra)(qx, kx, oq, ok)
+    cache, cache_tol = cache_reference(spec), cache_tolerance(spec)
+    for x, out in ((q, oq), (k, ok)):
+        got = _float64(out)
+        got = np.swapaxes(got, 1, 2) if seq_first else got
+        for b in range(batch):
+            row = ids[b] if per_sequence else ids
+            one = x[b:b + 1]
+            expected = apply_reference(spec, one, one, row, cache)[0]
+            allowed = apply_tolerance(spec, one, one, row, cache, cache_tol)[0]
+            assert _worst(got[b:b + 1], expected, allowed) <= 1.0
+        np.testing.assert_array_equal(got[..., spec.rot:], x[..., spec.rot:])
 
 
 def test_registered_for_cuda_or_the_interpreter_and_unavailable_with_a_reason_elsewhere():

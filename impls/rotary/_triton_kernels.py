@@ -82,25 +82,35 @@ def rotate(x_ptr, out_ptr, start, ok, c, s, n_freq, rot, head_dim,
 
 @triton.jit
 def rotary_apply(q_ptr, k_ptr, oq_ptr, ok_ptr, pos_ptr, inv_freq_ptr, scale_ptr,
-                 slices, seq, head_dim, n_freq, rot,
+                 seq, q_heads, k_heads, head_dim, n_freq, rot,
+                 q_batch, q_head, q_seq, k_batch, k_head, k_seq, pos_batch,
                  INTERLEAVED: tl.constexpr, WIDE: tl.constexpr, TAIL: tl.constexpr,
                  ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_F: tl.constexpr,
                  BLOCK_T: tl.constexpr):
-    """Axis 0: blocks of positions (2**31 programs allowed); axis 1: groups of ROWS slices."""
+    """Axis 0: blocks of positions; axis 1: the batch; axis 2: groups of ROWS heads, q's heads
+    then k's. q, k and their outputs are addressed by strides (batch, head, seq; head_dim is
+    contiguous), so heads-first and sequence-first memory are one kernel, and an output may be
+    its input (in place: each element is read before the same program writes it). Position ids
+    are `[batch, seq]` with stride pos_batch (0: one `[seq]` row shared by the batch)."""
+    b = tl.program_id(1).to(tl.int64)
     at = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
     at_ok = at < seq
-    position = tl.load(pos_ptr + at, mask=at_ok, other=0).to(tl.float64)
+    position = tl.load(pos_ptr + b * pos_batch + at, mask=at_ok, other=0).to(tl.float64)
     freqs = tl.arange(0, BLOCK_F)
     inv_freq = tl.load(inv_freq_ptr + freqs, mask=freqs < n_freq, other=0.0)
     c, s = cos_sin(position, inv_freq, tl.load(scale_ptr), WIDE)
-    row_start = at.to(tl.int64)[:, None] * head_dim
+    rows = at.to(tl.int64)[:, None]
     for i in range(ROWS):
-        b = tl.program_id(1) * ROWS + i
-        # a row of positions exists if it is in seq and its slice is (an int limit, not bool &
+        h = tl.program_id(2) * ROWS + i
+        is_q = h < q_heads
+        hk = (h - q_heads).to(tl.int64)
+        # the row's tensor (q, or k past q's heads) and where its positions start
+        start = tl.where(is_q, b * q_batch + h.to(tl.int64) * q_head, b * k_batch + hk * k_head)
+        step = tl.where(is_q, q_seq, k_seq)
+        x_ptr = tl.where(is_q, q_ptr, k_ptr) + start
+        out_ptr = tl.where(is_q, oq_ptr, ok_ptr) + start
+        # a row of positions exists if it is in seq and its head is (an int limit, not bool &
         # scalar: the interpreter's bool & 0-d bool is int32, not a mask)
-        ok = (at < seq * (b < slices).to(tl.int32))[:, None]
-        start = b.to(tl.int64) * seq * head_dim + row_start
-        rotate(q_ptr, oq_ptr, start, ok, c, s, n_freq, rot, head_dim,
-               INTERLEAVED, TAIL, BLOCK_S, BLOCK_F, BLOCK_T)
-        rotate(k_ptr, ok_ptr, start, ok, c, s, n_freq, rot, head_dim,
+        ok = (at < seq * (h < q_heads + k_heads).to(tl.int32))[:, None]
+        rotate(x_ptr, out_ptr, rows * step, ok, c, s, n_freq, rot, head_dim,
                INTERLEAVED, TAIL, BLOCK_S, BLOCK_F, BLOCK_T)

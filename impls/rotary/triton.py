@@ -6,8 +6,11 @@ table kernel does (impls/table/_device_columns.py says why: ~2e-7 at a million p
 angles are off by 2e-2). The cache kernel computes each (position, frequency) once and writes it
 to both of its columns: two contiguous stores for "half" (cat(f, f)), one store of the pairs
 interleaved for "interleaved". The apply kernel builds no cache: a program takes a block of
-positions, forms their cos/sin once in registers, then rotates ROWS (batch x head) slices of q
-and k (and copies the tail past rot) in one pass, so q and k are read and written once each.
+positions of one sequence, forms their cos/sin once in registers, then rotates ROWS heads of q
+and k (and copies the tail past rot) in one pass, so q and k are read and written once each. It
+addresses q and k by strides, so heads-first and sequence-first memory are one kernel; k may
+have fewer heads than q (the heads of a program run over q's, then k's); position ids may be
+one row per sequence; and an output may be its input (in place).
 
 No autotune: on the last H100 run (impls/table/triton.py) a Python launch cost ~30 us with the
 autotune wrapper, and the small caches RoPE uses are launch-bound, so tiles are picked by a
@@ -71,22 +74,36 @@ def cache_launcher(spec: RotarySpec, inv_freq, scale):
     return launch
 
 
-def apply_launcher(spec: RotarySpec, slices: int, seq: int, positions, inv_freq, scale,
-                   min_programs: int = MIN_PROGRAMS):
-    """launch(q, k, oq, ok): contiguous `[batch, heads, seq, head_dim]` q, k rotated into oq, ok
-    (slices = batch x heads) at int64 positions `[seq]`; a program takes up to MAX_ROWS slices
-    while at least `min_programs` remain (a test lowers it to reach the multi-slice loop)."""
+def _strides(x, seq_first: bool) -> tuple[int, int, int]:
+    """(batch, head, seq) strides of a `[batch, heads, seq, d]` or `[batch, seq, heads, d]` tensor
+    whose last axis is contiguous."""
+    if x.stride(-1) != 1:
+        raise ValueError(f"the head_dim axis must be contiguous, got strides {tuple(x.stride())}")
+    return (x.stride(0), x.stride(2), x.stride(1)) if seq_first else tuple(x.stride()[:3])
+
+
+def apply_launcher(spec: RotarySpec, q, k, positions, inv_freq, scale, seq_first: bool = False,
+                   in_place: bool = False, min_programs: int = MIN_PROGRAMS):
+    """launch(q, k, oq, ok): q and k (`[batch, heads, seq, head_dim]`, or `[batch, seq, heads,
+    head_dim]` when seq_first; k may have fewer heads) rotated into oq and ok of the same
+    strides (oq is q itself in place: the tail past rot is then left as it is) at int64 position
+    ids `[seq]` or `[batch, seq]`. A program takes a block of positions of one sequence and up to
+    MAX_ROWS heads while at least `min_programs` remain (a test lowers it to reach the loop)."""
     _, apply_kernel = kernels()
+    batch, seq = q.shape[0], q.shape[1 if seq_first else 2]
+    q_heads, k_heads = q.shape[2 if seq_first else 1], k.shape[2 if seq_first else 1]
     block_f = _pow2(spec.n_freq)
     block_s = min(_pow2(seq), max(1, TILE // block_f))
-    blocks = -(-seq // block_s)
-    rows = max(1, min(MAX_ROWS, slices, (blocks * slices) // min_programs))
-    grid = (blocks, -(-slices // rows))
+    blocks, heads = -(-seq // block_s), q_heads + k_heads
+    rows = max(1, min(MAX_ROWS, heads, (blocks * batch * heads) // min_programs))
+    grid = (blocks, batch, -(-heads // rows))
     tail = spec.head_dim - spec.rot
     flags = dict(INTERLEAVED=spec.layout == "interleaved", WIDE=spec.dtype == "float64",
-                 TAIL=tail > 0, ROWS=rows, BLOCK_S=block_s, BLOCK_F=block_f,
+                 TAIL=tail > 0 and not in_place, ROWS=rows, BLOCK_S=block_s, BLOCK_F=block_f,
                  BLOCK_T=_pow2(max(tail, 1)))
-    sizes = (slices, seq, spec.head_dim, spec.n_freq, spec.rot)
+    pos_batch = positions.stride(0) if positions.dim() == 2 else 0
+    sizes = (seq, q_heads, k_heads, spec.head_dim, spec.n_freq, spec.rot,
+             *_strides(q, seq_first), *_strides(k, seq_first), pos_batch)
 
     def launch(q, k, oq, ok):
         apply_kernel[grid](q, k, oq, ok, positions, inv_freq, scale, *sizes, **flags)
@@ -124,8 +141,7 @@ def build_triton_rotary_apply_fused(spec: RotarySpec, q, k, positions):
     dtype = getattr(torch, spec.dtype)
     qx, kx = (torch.from_numpy(np.ascontiguousarray(x)).to(DEVICE, dtype) for x in (q, k))
     position_ids = torch.from_numpy(np.ascontiguousarray(positions, dtype=np.int64)).to(DEVICE)
-    batch, heads, seq, _ = qx.shape
-    launch = apply_launcher(spec, batch * heads, seq, position_ids, *constants(spec, DEVICE))
+    launch = apply_launcher(spec, qx, kx, position_ids, *constants(spec, DEVICE))
 
     def apply():
         oq, ok = torch.empty_like(qx), torch.empty_like(kx)
