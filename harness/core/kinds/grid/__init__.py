@@ -22,7 +22,7 @@ GRID = add(Kind(
     conventions=CONVENTIONS, bench_spec=bench_spec,
     bench_sizes=((1024, 16384), (256, 768)),          # a ViT-B/16 at 512 px is 1024 cells x 768
     bench_sizes_quick=((256, 4096), (256, 768)),
-    bench_dtypes=("float32",),
+    bench_dtypes=("float32", "bfloat16", "float16"),   # DiT and video models run in half precision
     axes=("grid cells", "d_model"),
     doc="2-D/3-D sincos grids of ViT/MAE/DiT/DETR and video models",
 ))
