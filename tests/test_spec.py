@@ -76,6 +76,9 @@ def test_too_large_table_is_refused_before_allocation(monkeypatch):
     with pytest.raises(ValueError, match=r"needs 8\.0 GiB.*only 1\.0 GiB"):
         Spec(1 << 20, 1024)
     Spec(1 << 10, 1024)  # 8 MiB fits
+    with pytest.raises(ValueError, match=r"^a 1048576 x 1024 table in float32 \(4\.0 GiB\): its "
+                                         r"float64 reference.* needs 8\.0 GiB"):
+        Spec(1 << 20, 1024, dtype="float32")             # the spec's own dtype, then the reference
 
 
 def test_memory_guard_uses_real_memory():

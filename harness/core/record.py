@@ -41,9 +41,12 @@ class SpecRecord:
         return self.elements * 8
 
     def check_memory(self, what: str) -> None:
-        """Refuse a spec whose float64 reference this machine cannot hold now (`what` names it)."""
+        """Refuse a spec whose float64 reference this machine cannot hold now; the message names
+        the spec's own dtype and size (`what`: 'a 1000 x 64 table'), then the reference's."""
         if self.nbytes_reference > memory.CHECK_ABOVE:
-            memory.check_fits(self.nbytes_reference, what=what)
+            memory.check_fits(self.nbytes_reference, what=(
+                f"{what} in {self.dtype} ({memory.human_bytes(self.nbytes)}): its float64 "
+                "reference, which every check computes,"))
 
     def replace(self: S, **changes: Any) -> S:
         return replace(self, **changes)

@@ -108,7 +108,7 @@ class GridSpec(SpecRecord):
         if self.max_angle > MAX_ANGLE:
             raise ValueError(f"the largest angle, {self.max_angle:.3g} rad, must be <= 2**53 (where "
                              "float64 angles lose their fraction): use a base > 1 or smaller positions")
-        self.check_memory(f"a {self.rows} x {self.d_model} float64 table")
+        self.check_memory(f"a {self.rows} x {self.d_model} table")
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)

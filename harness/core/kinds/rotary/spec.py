@@ -90,7 +90,7 @@ class RotarySpec(SpecRecord):
         self._check_scaling()
         self._check_rope_type()
         self._check_angles()
-        self.check_memory(f"a 2 x {self.length} x {self.rot} float64 rotary cache")
+        self.check_memory(f"a 2 x {self.length} x {self.rot} rotary cache")
 
     # -- validation -------------------------------------------------------------------------
     def _check_shape(self) -> None:

@@ -70,7 +70,7 @@ class Spec(SpecRecord):
                 f"(denominator d_model/2 - freq_shift must be > 0), got {self.freq_shift!r}"
             )
         self._check_angles()
-        self.check_memory(f"a {self.length} x {self.d_model} float64 table")
+        self.check_memory(f"a {self.length} x {self.d_model} table")
 
     def _check_angles(self) -> None:
         """The largest angle must be finite and exact to a fraction of a radian in float64."""

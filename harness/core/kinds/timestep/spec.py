@@ -73,7 +73,7 @@ class TimestepSpec(SpecRecord):
             raise ValueError(
                 f"timesteps * scale must be <= 2**53 (~9.0e15, where float64 angles lose their "
                 f"fraction), got {self.max_timestep:g} * {self.scale:g} = {self.max_angle:.3g}")
-        self.check_memory(f"a {self.count} x {self.dim} float64 embedding")
+        self.check_memory(f"a {self.count} x {self.dim} embedding")
 
     @classmethod
     def uniform(cls, count: int, dim: int, t_max: float = 1000.0, **fields: Any) -> "TimestepSpec":
