@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import os
 import sys
@@ -76,6 +77,15 @@ def parse(modules: dict, argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def unknown_verb(argv: Sequence[str]) -> str | None:
+    """'unknown verb X; did you mean Y?' when the first word is no verb (None when it is one)."""
+    if not argv or argv[0].startswith("-") or argv[0] in VERBS:
+        return None
+    near = difflib.get_close_matches(argv[0], list(VERBS), n=2, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    return f"unknown verb {argv[0]!r}{hint} (verbs: {', '.join(VERBS)})"
+
+
 def check_out(args: argparse.Namespace) -> None:
     """An --out a verb will write to must be a directory it can create or write in."""
     if args.verb in WRITING_VERBS or (args.verb == "report" and args.out_given):
@@ -98,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from harness import PluginError
     from harness.core.isolate import HarnessFailure
 
+    wrong = unknown_verb(sys.argv[1:] if argv is None else argv)
+    if wrong:
+        return _error(wrong, exitcodes.USAGE)
     modules = _verb_modules()
     args = parse(modules, argv)
     try:

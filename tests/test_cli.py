@@ -19,7 +19,21 @@ def test_list_shows_every_backend_and_availability(capsys):
     out = capsys.readouterr().out
     for backend in ("python", "numpy", "numba", "tensorflow", "torch"):
         assert f" {backend} " in out
-    assert "torch-cuda-stack" in out and ("no: no CUDA" in out or "yes" in out)
+    assert "torch-cuda-stack" in out
+    assert all(len(line) <= 120 for line in out.splitlines())       # fits a terminal
+    unavailable = [line for line in out.splitlines() if " no (" in line]
+    for line in unavailable:                      # each "no (N)" has its reason as note (N)
+        note = line.split(" no (")[1].split(")")[0]
+        assert f"\n({note}) " in out
+
+
+def test_a_mistyped_verb_or_an_unmatched_only_gets_a_did_you_mean(capsys):
+    assert main(["bnech"]) == 2
+    assert "unknown verb 'bnech'; did you mean bench?" in capsys.readouterr().err
+    for verb in ("list", "bench", "conventions"):
+        assert main([verb, "--only", "seed-numpy-stak"]) == 2
+        err = capsys.readouterr().err
+        assert "--only seed-numpy-stak: no implementation matches; did you mean seed-numpy-stack" in err
 
 
 def test_verify_writes_csv_and_markdown(tmp_path, capsys):

@@ -20,7 +20,7 @@ from pathlib import Path
 from harness.bench import console, options, post, sweep
 from harness.bench.grid import plan
 from harness.core.registry import Implementation
-from harness.core.selection import select
+from harness.core import selection
 from harness.runs import results
 from harness.runs.results import FILENAME as CSV
 from harness.util import cpus, exitcodes
@@ -32,10 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     opts = options.parse(args)
-    chosen = select(impls, opts.only, timing=True)
-    if not chosen:
-        raise ValueError(f"--only {' '.join(opts.only)}: no implementation matches "
-                         "(see `python -m harness list`)")
+    chosen = selection.chosen(impls, opts.only, timing=True)
     if opts.dry_run:
         cells = plan(chosen, opts.grid)
         print("\n".join(sweep.describe(cells, sweep.groups(cells.cells))))

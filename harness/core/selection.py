@@ -7,6 +7,7 @@ from its name: a plugin may call itself anything.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from typing import Iterable, Sequence
 
@@ -21,3 +22,20 @@ def select(impls: Iterable[Implementation], only: Sequence[str] = (),
     if only:
         return [i for i in impls if any(fnmatch.fnmatch(i.name, g) for g in only)]
     return [i for i in impls if not (timing and i.reference)]
+
+
+def chosen(impls: Sequence[Implementation], only: Sequence[str] = (),
+           timing: bool = False) -> list[Implementation]:
+    """`select`, or a ValueError in the one wording every verb uses when --only matches none."""
+    found = select(impls, only, timing)
+    if only and not found:
+        raise ValueError(unmatched(only, [i.name for i in impls]))
+    return found
+
+
+def unmatched(only: Sequence[str], names: Sequence[str]) -> str:
+    """'--only X: no implementation matches; did you mean Y?' (the nearest registered names)."""
+    near = [n for g in only for n in difflib.get_close_matches(g, names, n=3, cutoff=0.6)]
+    hint = f"; did you mean {', '.join(dict.fromkeys(near))}?" if near else ""
+    return (f"--only {' '.join(only)}: no implementation matches{hint} "
+            "(`python -m harness list` shows them all)")

@@ -16,7 +16,6 @@ process (harness.core.isolate): one that crashes gets error cells, the rest go o
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 from functools import partial
 from itertools import product
@@ -31,10 +30,10 @@ from harness.core.checks import compare
 from harness.core.convert import to_numpy
 from harness.core.kinds.table.reference import reference
 from harness.core.registry import Implementation
-from harness.core.selection import select
+from harness.core import selection
 from harness.core.kinds.table.spec import LAYOUTS, Spec
 from harness.core.kinds.table.tolerance import tolerance
-from harness.util import arguments, exitcodes, io, tables
+from harness.util import arguments, io, tables
 from harness.util.deadline import call_with_deadline
 from harness.verbs import family_conventions
 
@@ -245,12 +244,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
-    selected = select(impls, args.only)
+    selected = selection.chosen(impls, args.only)
     chosen = [i for i in selected if i.workload == "table"]
     family = [i for i in selected if i.kind != "table"]
-    if not chosen and not family:
-        print(f"conventions: no implementation matches --only {args.only}", file=sys.stderr)
-        return exitcodes.USAGE
     timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
     isolation = isolate.from_args(args, 2 * timeout_s + 60)
     out = Path(args.out)

@@ -30,7 +30,7 @@ from harness.core import isolate
 from harness.core.convert import to_numpy
 from harness.core.kinds.table.reference import angles, reference
 from harness.core.registry import Implementation
-from harness.core.selection import select
+from harness.core import selection
 from harness.core.kinds.table.spec import Spec
 from harness.core.kinds.table.tolerance import eps
 from harness.util import arguments, io, tables
@@ -234,9 +234,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
 def _table(args: argparse.Namespace, impls: list[Implementation]) -> pd.DataFrame:
     """The 1-D table study: its methods and any implementations --only names."""
     starts = window_starts(args.quick)
-    chosen = select(impls, args.only) if args.only else []
-    if args.only and not chosen:
-        raise ValueError(f"--only {args.only} matches no implementation; see `python -m harness list`")
+    chosen = selection.chosen(impls, args.only) if args.only else []
     timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
     isolation = isolate.from_args(args, 2 * timeout_s + 60) if chosen else None
     df = frame(measure_methods(starts) + measure_impls(chosen, starts, timeout_s, isolation))

@@ -30,7 +30,7 @@ from harness.core.kinds.table.cases import LONG_POSITIONS
 from harness.core.checks import VERDICTS, Check, Expectation, expect, inputs, judge
 from harness.core.observe import Observation, Plan, observe_all
 from harness.core.registry import Implementation
-from harness.core.selection import select
+from harness.core import selection
 from harness.core.kinds.table.spec import Spec
 from harness.util import arguments, exitcodes, io, jsonout, tables
 
@@ -238,10 +238,7 @@ def stall_s(timeout_s: float) -> float:
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
     n_random = arguments.at_least(args.random, "--random", 0)
-    chosen = select(impls, args.only)
-    if not chosen:
-        print(f"verify: no implementation matches --only {args.only}", file=sys.stderr)
-        return exitcodes.USAGE
+    chosen = selection.chosen(impls, args.only)
     by_kind = {k: [i for i in chosen if i.kind == k] for k in dict.fromkeys(i.kind for i in chosen)}
     seed = args.seed if args.seed is not None else draw_seed()
     cases = {k: kinds.named(k).cases(quick=args.quick, n_random=n_random, seed=seed)
