@@ -1,11 +1,12 @@
-"""Rotary as model code writes it, once for NumPy, torch and TensorFlow (registers nothing).
+"""Rotary as model code writes it, once for NumPy, torch and TensorFlow.
 
 The naive builders are transformers' Llama rotary (float32 `inv_freq[None] * positions[:, None]`,
 `emb = cat(freqs, freqs)`, `cos() * attention_scaling`, cast; `q * cos + rotate_half(q) * sin`)
 and GPT-J's (each frequency repeated twice in a row, `rotate_every_two`). The fast cache combines
 the angle-addition tables of _rotary_tables.py and writes its n_freq distinct columns twice. The
 three libraries differ only in a few spellings, which `ModelOps` holds, so the formulas are
-written once and a mistake in them shows on every backend alike.
+written once and a mistake in them shows on every backend alike; `register_model_code` registers
+a library's three (cache, fast cache, apply) from its module, so they are written once too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from harness import register
 
 from ._tables import SplitTables, split_tables, work_dtype
 
@@ -145,3 +148,28 @@ def build_fast_cache(ops: ModelOps, spec: Any) -> Callable[[], tuple[Any, Any]]:
                 _spread(ops, spec, ops.cast(sin, spec.dtype)))
 
     return cache
+
+
+def register_model_code(prefix: str, backend: str, ops: Callable[[], ModelOps], supports: Any,
+                        module: str, spelled: str) -> None:
+    """Register `{prefix}-cache`, `-cache-fast` and `-apply-unfused`: the builders above in one
+    library's `ops`, as written in `module` (`spelled`: in whose ops, for their docs)."""
+    def cache(spec: Any):
+        return build_model_cache(ops(), spec)
+
+    def cache_fast(spec: Any):
+        return build_fast_cache(ops(), spec)
+
+    def apply_unfused(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
+        return build_model_apply(ops(), spec, q, k, positions)
+
+    for factory, suffix, doc in (
+            (cache, "cache", f"Model code's cache{spelled}: float32 angles, cat(freqs, freqs) or repeat, "
+                             "cos/sin of every column."),
+            (cache_fast, "cache-fast", f"n_freq distinct columns by float64-table angle addition{spelled}, "
+                                       "written twice: accurate at any position."),
+            (apply_unfused, "apply-unfused", f"HF's apply{spelled}: the model's cache at the positions, "
+                                             "then x * cos + rotate_half(x) * sin.")):
+        factory.__module__, factory.__doc__ = module, doc
+        workload = suffix.split("-")[0]
+        register(name=f"{prefix}-{suffix}", backend=backend, workload=workload, supports=supports)(factory)

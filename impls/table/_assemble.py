@@ -5,15 +5,16 @@ NumPy, torch and TensorFlow; only the names of stack/concat differ, so each
 backend passes its own `interleave` and `concat`. `interleaved` (stack +
 flatten) and `concatenated` (one concatenate) are the two algorithms behind the
 `-stack` and `-cat` variants (`Library` binds them to one library's blocks);
-`assemble` picks one by layout for the variants that cover both.
+`assemble` picks one by layout for the variants that cover both; `register_general` registers
+a library's two variants from its module.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-from harness import Spec, Supports
+from harness import Spec, Supports, register
 
 Interleave = Callable[[Any, Any], Any]   # [L, h], [L, h] -> [L, 2h], columns a0 b0 a1 b1 ...
 Concat = Callable[[Sequence[Any]], Any]  # along the last axis
@@ -76,3 +77,23 @@ class Library:
     def table(self, spec: Spec, *args: Any) -> Any:
         """Whichever of the two the Spec's layout asks for."""
         return (self.stack if spec.layout == "interleaved" else self.cat)(spec, *args)
+
+
+def register_general(library: Library, prefix: str, backend: str, module: str, how: tuple[str, str],
+                     dtypes: Optional[tuple[str, ...]] = None, cuda: bool = False) -> None:
+    """Register `{prefix}-stack` (interleaved layouts) and `{prefix}-cat` (concat layouts), the
+    library's blocks placed by the two algorithms above, as written in `module`; `how` says
+    how each places them, for their docs; `cuda`: their twins `{prefix}-cuda-stack` and -cat."""
+    def stack(spec: Spec, device: Optional[str] = None):
+        args = () if device is None else (device,)
+        return lambda: library.stack(spec, *args)
+
+    def cat(spec: Spec, device: Optional[str] = None):
+        args = () if device is None else (device,)
+        return lambda: library.cat(spec, *args)
+
+    for factory, name, supports, doc in ((stack, "stack", INTERLEAVED, f"Any interleaved convention: {how[0]}."),
+                                         (cat, "cat", CONCAT, f"Any concatenated convention: {how[1]}.")):
+        factory.__module__, factory.__doc__ = module, doc
+        register(name=f"{prefix}-{name}", backend=backend, cuda=f"{prefix}-cuda-{name}" if cuda else None,
+                 supports=supports if dtypes is None else replace(supports, dtypes=dtypes))(factory)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness import Spec, Supports, register
-from ._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
+from ._assemble import EVERY_CONVENTION, Library, register_general
 
 
 @register(name="seed-numpy-stack", backend="numpy",
@@ -51,18 +51,8 @@ def _concat(parts: list) -> np.ndarray:
 
 
 NUMPY = Library(_blocks, interleave=_stack, concat=_concat)
-
-
-@register(name="numpy-stack", backend="numpy", supports=INTERLEAVED)
-def build_numpy_stack(spec: Spec):
-    """Any interleaved convention: stack sin/cos on a new axis, then flatten."""
-    return lambda: NUMPY.stack(spec)
-
-
-@register(name="numpy-cat", backend="numpy", supports=CONCAT)
-def build_numpy_cat(spec: Spec):
-    """Any concatenated convention: np.concatenate([sin, cos])."""
-    return lambda: NUMPY.cat(spec)
+register_general(NUMPY, "numpy", "numpy", __name__,
+                 ("stack sin/cos on a new axis, then flatten", "np.concatenate([sin, cos])"))
 
 
 @register(name="numpy-forward", backend="numpy", workload="forward", supports=EVERY_CONVENTION)

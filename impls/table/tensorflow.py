@@ -8,7 +8,7 @@ dtype and differ in how they lay them out.
 from __future__ import annotations
 
 from harness import Spec, Supports, register
-from ._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
+from ._assemble import EVERY_CONVENTION, Library, register_general
 
 
 def _dtype(spec: Spec):
@@ -63,18 +63,8 @@ def _concat(parts):
 
 
 TENSORFLOW = Library(_blocks, interleave=_stack, concat=_concat)
-
-
-@register(name="tf-stack", backend="tensorflow", supports=INTERLEAVED)
-def build_tf_stack(spec: Spec):
-    """Any interleaved convention: tf.stack(axis=2) + reshape, eager."""
-    return lambda: TENSORFLOW.stack(spec)
-
-
-@register(name="tf-cat", backend="tensorflow", supports=CONCAT)
-def build_tf_cat(spec: Spec):
-    """Any concatenated convention: tf.concat([sin, cos], axis=1), eager."""
-    return lambda: TENSORFLOW.cat(spec)
+register_general(TENSORFLOW, "tf", "tensorflow", __name__,
+                 ("tf.stack(axis=2) + reshape, eager", "tf.concat([sin, cos], axis=1), eager"))
 
 
 @register(name="tf-forward", backend="tensorflow", workload="forward", supports=EVERY_CONVENTION)

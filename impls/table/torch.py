@@ -8,11 +8,9 @@ they lay them out; `-cuda-` runs them on the GPU.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-
 from harness import Spec, Supports, register
-from harness.core.kinds.table.spec import DTYPES
-from ._assemble import CONCAT, EVERY_CONVENTION, INTERLEAVED, Library
+from harness.core.kinds.fields import DTYPES
+from ._assemble import EVERY_CONVENTION, Library, register_general
 
 
 def _dtype(spec: Spec):
@@ -94,22 +92,9 @@ def _concat(parts):
 
 TORCH = Library(_blocks, interleave=_stack, concat=_concat)
 
-
-def _torch_supports(base: Supports) -> Supports:
-    """torch has every dtype of the Spec, half precision included."""
-    return replace(base, dtypes=DTYPES)
-
-
-@register(name="torch-stack", backend="torch", supports=_torch_supports(INTERLEAVED), cuda="torch-cuda-stack")
-def build_torch_stack(spec: Spec, device: str = "cpu"):
-    """Any interleaved convention: torch.stack(dim=2) + flatten (angles in float32 for half dtypes)."""
-    return lambda: TORCH.stack(spec, device)
-
-
-@register(name="torch-cat", backend="torch", supports=_torch_supports(CONCAT), cuda="torch-cuda-cat")
-def build_torch_cat(spec: Spec, device: str = "cpu"):
-    """Any concatenated convention: torch.cat([sin, cos], dim=1) (angles in float32 for half dtypes)."""
-    return lambda: TORCH.cat(spec, device)
+#: torch has every dtype of the Spec, half precision included (angles in float32 for halves).
+register_general(TORCH, "torch", "torch", __name__, ("torch.stack(dim=2) + flatten", "torch.cat([sin, cos], dim=1)"),
+                 dtypes=DTYPES, cuda=True)
 
 
 @register(name="torch-forward", backend="torch", workload="forward", supports=EVERY_CONVENTION)

@@ -30,6 +30,7 @@ from harness.util.recycle import RecycledBuffers
 
 from .._numba_half import Storage, codecs
 from .._numba_sincos import sincos
+from ._common import blocks, frequencies, scaled_timesteps
 
 FASTMATH = {"contract"}   # fuse a*b + c into an FMA; no reassociation, no unsafe math
 
@@ -72,10 +73,8 @@ def _jit(dtype: str) -> SimpleNamespace:
 
 def _build(spec: TimestepSpec, recycle: bool):
     kernel = _jit(spec.dtype).kernel
-    k = np.arange(spec.half, dtype=np.float64)
-    freqs = np.exp(-math.log(spec.max_period) * k / (spec.half - spec.freq_shift))
-    scaled = spec.scale * np.asarray(spec.timesteps, dtype=np.float64)
-    sin_at, cos_at = (spec.half, 0) if spec.cos_first else (0, spec.half)
+    freqs, scaled = frequencies(spec), scaled_timesteps(spec)
+    sin_at, cos_at = (block.start for block in blocks(spec))
     storage = Storage(spec.dtype)
     shape, dtype, result = (spec.count, spec.dim), storage.kernel, storage.result()
     kernel(np.empty((1, spec.dim), dtype), scaled[:1], freqs, sin_at, cos_at)   # compile now

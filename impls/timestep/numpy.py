@@ -15,9 +15,10 @@ import math
 
 import numpy as np
 
-from harness import register
+from harness import TimestepSupports, register
 from harness.core.kinds.timestep import TimestepSpec
-from harness import TimestepSupports
+
+from ._common import blocks, frequencies, scaled_timesteps
 
 #: NumPy has no bfloat16 of its own.
 NUMPY_DTYPES = TimestepSupports(dtypes=("float16", "float32", "float64"))
@@ -56,12 +57,9 @@ def build_numpy_diffusers(spec: TimestepSpec):
 def build_numpy(spec: TimestepSpec):
     """float64 angles reduced to [-pi, pi], then sin/cos in the work dtype into one output."""
     work = _work_dtype(spec)
-    k = np.arange(spec.half, dtype=np.float64)
-    freqs = np.exp(-math.log(spec.max_period) * k / (spec.half - spec.freq_shift))
-    scaled = spec.scale * np.asarray(spec.timesteps, dtype=np.float64)
-    half, dim, out_dtype = spec.half, spec.dim, np.dtype(spec.dtype)
-    first, second = (slice(half, 2 * half), slice(0, half)) if spec.cos_first else \
-        (slice(0, half), slice(half, 2 * half))   # where sin, then cos, go
+    freqs, scaled = frequencies(spec), scaled_timesteps(spec)
+    dim, out_dtype = spec.dim, np.dtype(spec.dtype)
+    first, second = blocks(spec)   # where sin, then cos, go
 
     def embed():
         out = np.empty((len(scaled), dim), dtype=out_dtype)

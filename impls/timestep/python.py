@@ -6,9 +6,8 @@ import math
 
 import numpy as np
 
-from harness import register
+from harness import TimestepSupports, register
 from harness.core.kinds.timestep import TimestepSpec
-from harness import TimestepSupports
 
 #: One Python call per element: past this it costs seconds and says nothing new.
 MAX_ELEMENTS = 20_000

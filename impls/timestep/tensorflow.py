@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 
-from harness import register
+from harness import TimestepSupports, register
 from harness.core.kinds.timestep import TimestepSpec
-from harness import TimestepSupports
 
 
 @register(name="timestep-tf", backend="tensorflow", workload="timestep", supports=TimestepSupports())

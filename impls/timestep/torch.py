@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 
-from harness import register
+from harness import TimestepSupports, register
 from harness.core.kinds.timestep import TimestepSpec
-from harness import TimestepSupports
+
+from ._common import blocks, frequencies, scaled_timesteps
 
 DIFFUSERS_DTYPES = TimestepSupports(dtypes=("float16", "bfloat16", "float32"),
                                     why_dtypes="diffusers computes in float32")
@@ -55,15 +56,13 @@ def _one_output(spec: TimestepSpec, device: str, reduce: bool):
     into one output."""
     import torch
 
-    k = torch.arange(spec.half, dtype=torch.float64, device=device)
-    freqs = torch.exp(-math.log(spec.max_period) * k / (spec.half - spec.freq_shift))
-    scaled = spec.scale * torch.tensor(spec.timesteps, dtype=torch.float64, device=device)
-    out_dtype, half, dim = getattr(torch, spec.dtype), spec.half, spec.dim
+    freqs = torch.from_numpy(frequencies(spec)).to(device)
+    scaled = torch.from_numpy(scaled_timesteps(spec)).to(device)
+    out_dtype, dim = getattr(torch, spec.dtype), spec.dim
     reduce = reduce and spec.dtype != "float64"
     if not reduce and spec.dtype != "float64":
         freqs, scaled = freqs.float(), scaled.float()
-    sin_cols, cos_cols = (slice(half, 2 * half), slice(0, half)) if spec.cos_first else \
-        (slice(0, half), slice(half, 2 * half))
+    sin_cols, cos_cols = blocks(spec)
 
     @torch.no_grad()
     def embed():
