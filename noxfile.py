@@ -1,5 +1,5 @@
 """nox sessions: `nox -s tests`, `nox -s verify`, `nox -s bench`, `nox -s report`, `nox -s libraries`,
-`nox -s triton`.
+`nox -s triton`, `nox -s mutants`.
 
 All sessions share one environment, `.nox/stack` (about 3 GB: torch, TensorFlow,
 JAX, Numba), so the stack is installed once, not once per session. It is built
@@ -10,6 +10,8 @@ only when pyproject.toml or constraints.txt change (a digest is kept beside it).
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import sys
 import tempfile
@@ -156,3 +158,108 @@ def triton(session: nox.Session) -> None:
                     external=True, env=env)
     session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TRITON_TESTS,
                 *session.posargs, external=True, env=env)
+
+
+#: The modules that decide a verdict, each with the tests that cover it: the one list that
+#: `nox -s mutants` reads (docs/mutants.md). mutmut mutates these modules and runs each mutant
+#: against those tests of the selection that call the mutated function.
+JUDGE: dict[str, tuple[str, ...]] = {
+    "harness/core/checks.py": ("tests/test_judge_boundary.py", "tests/test_judge_nonfinite.py",
+                               "tests/test_judge_parts.py", "tests/test_api.py",
+                               "tests/test_grid_checks.py", "tests/test_kinds.py"),
+    "harness/core/reference.py": ("tests/test_reference.py", "tests/test_oracle_placement.py"),
+    "harness/core/tolerance.py": ("tests/test_judge_boundary.py", "tests/test_reference.py"),
+    "harness/core/kinds/table.py": ("tests/test_judge_boundary.py",),
+    "harness/core/kinds/rotary/reference.py": ("tests/test_rotary_reference.py",
+                                               "tests/test_rotary_oracle.py"),
+    "harness/core/kinds/rotary/tolerance.py": ("tests/test_rotary_reference.py",
+                                               "tests/test_judge_boundary.py"),
+    "harness/core/kinds/rotary/apply.py": ("tests/test_rotary_oracle.py",
+                                           "tests/test_judge_boundary.py"),
+    "harness/core/kinds/grid/reference.py": ("tests/test_grid_oracle.py", "tests/test_grid_checks.py"),
+    "harness/core/kinds/grid/plan.py": ("tests/test_grid_oracle.py",),
+    "harness/core/kinds/timestep/reference.py": ("tests/test_timestep.py",),
+    "harness/bench/validity.py": ("tests/test_judge_retention.py", "tests/test_bench_validity.py"),
+}
+#: Tests of the selection too slow to run against every mutant (covered by faster ones).
+MUTANTS_DESELECT = (
+    "tests/test_api.py::test_a_torch_callable_is_judged_too",
+    "tests/test_bench_validity.py::test_recycled_and_angle_addition_builders_are_not_lookups",
+    "tests/test_bench_validity.py::test_a_sweep_records_invalid_cells_and_says_so",
+    "tests/test_api.py::test_list_json_describes_every_implementation",
+)
+#: mutmut's working folder: the generated config, and its cache of mutants and results (a rerun
+#: after a change re-tests only the functions that changed).
+MUTANTS_WORK = ROOT / ".nox" / "mutants"
+KILLED_CODES = {1, 3, 36, -24, 24, 152, 255, -11, -9}   # killed, or a timeout/crash a test saw
+
+
+def mutants_python(session: nox.Session) -> str:
+    """The shared stack with the `mutants` extra (mutmut) too, reinstalled when the pins change."""
+    python = stack_python(session)
+    digest = pins_digest()
+    marker = STACK / ".pe-harness-mutants"
+    if not (marker.exists() and marker.read_text() == digest):
+        session.run(python, "-m", "pip", "install", "--quiet", "-c", "constraints.txt",
+                    "-e", ".[all,test,mutants]", external=True)
+        marker.write_text(digest)
+    return python
+
+
+def mutants_workdir(work: Path = MUTANTS_WORK) -> Path:
+    """mutmut reads its settings from pyproject.toml in the folder it runs in: this project's,
+    plus a [tool.mutmut] table made from JUDGE, beside links to the sources and tests."""
+    work.mkdir(parents=True, exist_ok=True)
+    for name in ("harness", "impls", "tests"):
+        link = work / name
+        if not link.is_symlink():
+            link.symlink_to(ROOT / name, target_is_directory=True)
+    selection = sorted({test for tests in JUDGE.values() for test in tests})
+    settings = {
+        "source_paths": ["harness"],
+        "also_copy": ["impls"],
+        "only_mutate": sorted(JUDGE),
+        "pytest_add_cli_args_test_selection": selection,
+        "pytest_add_cli_args": [f"--deselect={test}" for test in MUTANTS_DESELECT]
+        + ["-p", "no:cacheprovider"],
+    }
+    table = "\n".join(f"{key} = {json.dumps(value)}" for key, value in settings.items())
+    config = (ROOT / "pyproject.toml").read_text() + "\n[tool.mutmut]\n" + table + "\n"
+    path = work / "pyproject.toml"
+    if not path.exists() or path.read_text() != config:
+        path.write_text(config)
+    return work
+
+
+def mutants_score(work: Path = MUTANTS_WORK) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """({module: (killed, tried)}, the survivors' names) from mutmut's results."""
+    score: dict[str, tuple[int, int]] = {}
+    survivors: list[str] = []
+    for module in sorted(JUDGE):
+        meta = work / "mutants" / f"{module}.meta"
+        codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
+        killed = [name for name, code in codes.items() if code in KILLED_CODES]
+        survivors += sorted(set(codes) - set(killed))
+        score[module] = (len(killed), len(codes))
+    return score, survivors
+
+
+@nox.session(venv_backend="none")
+def mutants(session: nox.Session) -> None:
+    """Mutation testing of the modules that decide a verdict (JUDGE): run it before and after
+    changing the judge. Prints the score last; the survivors go to .nox/mutants/survivors.txt.
+    `-- NAME_GLOB ...` re-tests only those mutants (mutmut's names)."""
+    mutmut = os.environ.get("MUTMUT") or str(Path(mutants_python(session)).parent / "mutmut")
+    work = mutants_workdir()
+    children = str(max(1, (os.cpu_count() or 2)))
+    with session.chdir(work):
+        session.run("nice", "-n", "15", mutmut, "run", "--max-children", children,
+                    *session.posargs, external=True, env=QUIET_TF)
+    score, survivors = mutants_score(work)
+    (work / "survivors.txt").write_text("".join(f"{name}\n" for name in survivors))
+    for module, (killed, tried) in score.items():
+        session.log(f"{module}: {killed}/{tried} killed")
+    killed = sum(k for k, _ in score.values())
+    tried = sum(t for _, t in score.values())
+    session.log(f"{len(survivors)} survivors listed in {work / 'survivors.txt'} (docs/mutants.md)")
+    session.log(f"mutation score: {killed}/{tried} killed = {100 * killed / max(1, tried):.1f}%")

@@ -126,6 +126,13 @@ def lookup_copy(spec: Spec):
 _CACHE: dict = {}
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts with an empty module-level cache: tables left by an earlier run in the
+    same process (a mutation tester's) would not grow with the table and hide the lookup."""
+    _CACHE.clear()
+
+
 def lookup_global(spec: Spec):
     """A lookup hiding its table in a module-level cache the callable names."""
     _CACHE[spec] = correct_table(spec).astype(np.float64)
