@@ -9,14 +9,15 @@ so these tests follow a rewritten tolerance and still catch a judge that does no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import ml_dtypes
 import numpy as np
 
 import harness
 from harness import GridSpec, RotarySpec, Spec, TimestepSpec
-from harness.core import kinds
+from harness.core import checks, kinds
+from harness.core.registry import Implementation
 
 DTYPES = ("float32", "float64", "bfloat16", "float16")
 
@@ -91,3 +92,17 @@ def callable_returning(spec: Any, workload: str,
         return as_result(make(expected, allowed), spec.dtype, parts)
 
     return fn
+
+
+def judge_here(fn: Callable[..., Any], spec: Any, workload: Optional[str] = None) -> checks.Check:
+    """`check_callable`'s verdict on `fn`, judged in this process (`checks.check`, the same
+    judge): a mutation tester then sees which of the judge's functions each test runs."""
+    work = kinds.of(spec).workload(workload or kinds.of(spec).workloads[0].name)
+
+    def build(_spec: Any, *inputs: Any) -> Callable[[], Any]:
+        return (lambda: fn(*inputs)) if work.inputs is not None else fn
+
+    impl = Implementation(name="planted", backend="python", device="cpu", build=build,
+                          supports_fn=lambda _spec: None, workload=work.name,
+                          kind=kinds.of(spec).name)
+    return checks.check(impl, spec)

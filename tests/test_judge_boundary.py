@@ -11,16 +11,17 @@ rounding to the output dtype (half precision included).
 from __future__ import annotations
 
 import pytest
+from ml_dtypes import finfo
 
 from harness import check_callable
-from tests.judged import DTYPES, SPECS, callable_returning, plant
+from tests.judged import DTYPES, SPECS, callable_returning, judge_here, plant
 
 PASSES, FAILS = 0.9, 1.1
 #: How far the planted error may land from 0.9x / 1.1x after rounding to the output dtype.
 SLACK = 0.02
 
 
-def judged(workload: str, dtype: str, factor: float):
+def judged(workload: str, dtype: str, factor: float, judge=judge_here):
     spec = SPECS[workload](dtype)
     planted = []
 
@@ -29,7 +30,7 @@ def judged(workload: str, dtype: str, factor: float):
         planted.append(where)
         return values
 
-    result = check_callable(callable_returning(spec, workload, make), spec, workload=workload)
+    result = judge(callable_returning(spec, workload, make), spec, workload=workload)
     return result, planted[0]
 
 
@@ -44,3 +45,14 @@ def test_an_error_just_inside_the_tolerance_passes_and_just_outside_fails(worklo
     assert result.err_ratio == pytest.approx(where.ratio, rel=1e-9)
     assert (result.worst_pos, result.worst_col) == where.index[-2:]
     assert result.max_abs_err == pytest.approx(where.ratio * result.tol, rel=1e-9)
+    assert result.ulps == pytest.approx(result.max_abs_err / float(finfo(dtype).eps), rel=1e-9)
+
+
+@pytest.mark.parametrize("workload", sorted(SPECS))
+@pytest.mark.parametrize("factor", [PASSES, FAILS])
+def test_check_callable_draws_the_same_line_in_its_judge_process(workload, factor):
+    public, where = judged(workload, "bfloat16", factor, judge=check_callable)
+    here, _ = judged(workload, "bfloat16", factor)
+    assert (public.status, public.err_ratio, public.worst_pos, public.worst_col) == \
+        (here.status, here.err_ratio, here.worst_pos, here.worst_col)
+    assert public.status == ("pass" if factor < 1 else "fail")

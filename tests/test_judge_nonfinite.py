@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import Spec, check_callable
+from harness import Spec
 from harness.core import checks
-from tests.judged import DTYPES, SPECS, callable_returning, rounded
+from tests.judged import DTYPES, SPECS, callable_returning, judge_here, rounded
 
 POISONS = (np.nan, np.inf, -np.inf)
 
@@ -36,7 +36,7 @@ def shape_of(workload: str) -> tuple[int, ...]:
     """The result's shape (parts stacked first), from a callable that records what it built."""
     spec = SPECS[workload]("float32")
     seen = []
-    check_callable(callable_returning(spec, workload, lambda e, a: seen.append(e.shape) or e),
+    judge_here(callable_returning(spec, workload, lambda e, a: seen.append(e.shape) or e),
                    spec, workload=workload)
     return seen[0]
 
@@ -48,7 +48,7 @@ def test_a_nan_or_inf_in_any_corner_of_any_part_or_batch_entry_fails(workload):
     assert len(places) >= 4
     for i, where in enumerate(places):
         value = POISONS[i % len(POISONS)]
-        result = check_callable(callable_returning(spec, workload, poisoned_at(where, value)),
+        result = judge_here(callable_returning(spec, workload, poisoned_at(where, value)),
                                 spec, workload=workload)
         assert result.status == "fail", (workload, where, value, result.reason)
         assert "NaN/Inf" in result.reason, result.reason
@@ -58,7 +58,7 @@ def test_a_nan_or_inf_in_any_corner_of_any_part_or_batch_entry_fails(workload):
 def test_nan_fails_in_every_dtype(dtype):
     spec = SPECS["table"](dtype)
     last = (spec.length - 1, spec.d_model - 1)
-    result = check_callable(callable_returning(spec, "table", poisoned_at(last, np.nan)), spec)
+    result = judge_here(callable_returning(spec, "table", poisoned_at(last, np.nan)), spec)
     assert result.status == "fail" and "NaN/Inf" in result.reason, result.reason
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import check_callable
 from harness.core import checks
-from tests.judged import SPECS, as_result, truth
+from tests.judged import SPECS, as_result, judge_here, truth
 
 CACHE = SPECS["cache"]("float32")
 
@@ -21,7 +20,7 @@ def cache_parts() -> tuple[np.ndarray, np.ndarray]:
 
 
 def judged(fn, spec=CACHE, workload="cache"):
-    return check_callable(fn, spec, workload=workload)
+    return judge_here(fn, spec, workload)
 
 
 def test_the_exact_parts_pass():
@@ -34,8 +33,8 @@ def test_the_exact_parts_pass():
     (lambda cos, sin: (cos, sin, None), "3 items"),
     (lambda cos, sin: (cos,), "1 items"),                             # a part missing
     (lambda cos, sin: (), "0 items"),
-    (lambda cos, sin: np.stack([cos, sin]), "ndarray"),               # not a tuple
-    (lambda cos, sin: {"cos": cos, "sin": sin}, "dict"),
+    (lambda cos, sin: np.stack([cos, sin]), "expected a tuple"),               # not a tuple
+    (lambda cos, sin: {"cos": cos, "sin": sin}, "expected a tuple"),
     (lambda cos, sin: (sin, cos), "cos: error"),                      # parts swapped
     (lambda cos, sin: (cos, sin[:-1]), "sin: shape"),
     (lambda cos, sin: (cos, sin.astype(np.float64)), "sin: dtype float64"),
