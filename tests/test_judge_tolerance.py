@@ -1,0 +1,126 @@
+"""Every kind's tolerance is the documented contract, element by element (issue 26).
+
+The boundary tests (test_judge_boundary.py) take each bound from the kind's tolerance at run
+time, so they catch a judge that does not apply it but not a bound that moved. These tests
+write the contract again from its documentation (docs/design.md, "Correctness"), with the
+frequencies and column placement from the published formulas, sharing no code with the
+tolerance modules: a loosened or tightened constant, a dropped term or a term given to the
+wrong column fails here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import harness
+from harness import GridSpec, RotarySpec, Spec, TimestepSpec
+
+EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+DTYPES = tuple(EPS)
+#: The documented contract: `eps * (VALUE_ULPS + |theta| * (ANGLE_ULPS + FREQ_ULPS |ln f|))`.
+VALUE_ULPS, ANGLE_ULPS, FREQ_ULPS = 4.0, 4.0, 2.0
+#: A grid's positions round a few more times (index, division, 2 pi); a scaled rope_type's blend
+#: a few more.
+GRID_POSITION_ULPS, ROPE_SCALED_ULPS = 4.0, 4.0
+
+
+def contract(dtype: str, theta: np.ndarray, freq: np.ndarray, extra_ulps: float = 0.0,
+             angle_dtype: str | None = None) -> np.ndarray:
+    """The allowed error of values of angle `theta` at frequency `freq` in `dtype` (angles in
+    `angle_dtype`, the output dtype unless given)."""
+    gain = ANGLE_ULPS + extra_ulps + FREQ_ULPS * np.abs(np.log(freq))
+    return EPS[dtype] * VALUE_ULPS + EPS[angle_dtype or dtype] * np.abs(theta) * gain
+
+
+def assert_same(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+# -- the 1-D table ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fields", [
+    dict(length=300, d_model=12),
+    dict(length=50, d_model=10, layout="concat", freq_shift=1, offset=7, scale=0.5),
+    dict(length=20, d_model=9, odd="pad", base=500.0, cos_first=True),
+])
+def test_the_table_tolerance_is_the_contract(dtype, fields):
+    spec = Spec(dtype=dtype, **fields)
+    d, half = spec.d_model, spec.d_model // 2
+    freq = spec.base ** (-np.arange(half) / (half - spec.freq_shift))
+    position = (np.arange(spec.length) + spec.offset) * spec.scale
+    want = np.full((spec.length, d), EPS[dtype] * VALUE_ULPS)      # a pad column: the value only
+    for k in range(half):
+        columns = (2 * k, 2 * k + 1) if spec.layout == "interleaved" else (k, half + k)
+        for column in columns:
+            want[:, column] = contract(dtype, position * freq[k], freq[k])
+    assert_same(harness.tolerance(spec), want)
+
+
+# -- rotary cos/sin cache -----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fields, extra", [
+    (dict(length=200, head_dim=16), 0.0),
+    (dict(length=64, head_dim=12, rotary_dim=8, layout="interleaved", offset=5, base=500.0), 0.0),
+    (dict(length=64, head_dim=8, rope_type="linear", factor=4.0), ROPE_SCALED_ULPS),
+])
+def test_the_rotary_cache_tolerance_is_the_contract(dtype, fields, extra):
+    spec = RotarySpec(dtype=dtype, **fields)
+    rot = spec.rotary_dim or spec.head_dim
+    freq = spec.base ** (-2.0 * np.arange(rot // 2) / rot) / spec.factor
+    column_freq = freq[np.arange(rot) % (rot // 2) if spec.layout == "half" else np.arange(rot) // 2]
+    theta = (np.arange(spec.length) + spec.offset)[:, None] * column_freq[None, :]
+    bound = contract(dtype, theta, column_freq[None, :], extra)
+    assert_same(harness.tolerance(spec), np.stack([bound, bound]))
+
+
+# -- 2-D/3-D grids ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fields", [
+    dict(grid=(4, 6), d_model=16),
+    dict(grid=(3, 5), d_model=24, extra=2, base=100.0),
+])
+def test_the_grid_tolerance_is_the_contract(dtype, fields):
+    spec = GridSpec(dtype=dtype, **fields)
+    axes = len(spec.grid)
+    width = spec.d_model // axes
+    half = width // 2
+    freq = spec.base ** (-np.arange(half) / half)
+    want = np.full((spec.extra + math.prod(spec.grid), spec.d_model), EPS[dtype] * VALUE_ULPS)
+    cells = want[spec.extra:].reshape(*spec.grid, spec.d_model)
+    for axis in range(axes):      # grid order, each axis a concat block: sin_k .. then cos_k ..
+        theta = np.arange(spec.grid[axis])[:, None] * freq[None, :]
+        bound = contract(dtype, theta, freq[None, :], GRID_POSITION_ULPS)
+        shape = [1] * axes + [half]
+        shape[axis] = spec.grid[axis]
+        for start in (axis * width, axis * width + half):
+            cells[..., start:start + half] = bound.reshape(shape)
+    assert_same(harness.tolerance(spec), want)
+
+
+# -- timestep embeddings ------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fields", [
+    dict(timesteps=(0.0, 1.0, 250.5, 999.0), dim=16),
+    dict(timesteps=(3.0, 47.0, 980.0), dim=11, freq_shift=0.0, scale=2.0, max_period=500.0),
+])
+def test_the_timestep_tolerance_is_the_contract(dtype, fields):
+    """The angle term in float32 for half-precision output: every library computes the
+    embedding in float32 and rounds it once."""
+    spec = TimestepSpec(dtype=dtype, **fields)
+    half = spec.dim // 2
+    freq = np.exp(-math.log(spec.max_period) * np.arange(half) / (half - spec.freq_shift))
+    theta = spec.scale * np.asarray(spec.timesteps)[:, None] * freq[None, :]
+    angle_dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
+    bound = contract(dtype, theta, freq[None, :], angle_dtype=angle_dtype)
+    want = np.full((len(spec.timesteps), spec.dim), EPS[dtype] * VALUE_ULPS)
+    want[:, :half] = bound
+    want[:, half:2 * half] = bound
+    assert_same(harness.tolerance(spec), want)
