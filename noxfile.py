@@ -163,30 +163,34 @@ def triton(session: nox.Session) -> None:
 #: The modules that decide a verdict, each with the tests that cover it: the one list that
 #: `nox -s mutants` reads (docs/mutants.md). mutmut mutates these modules and runs each mutant
 #: against those tests of the selection that call the mutated function.
+#: A test here calls the judge in its own process (harness.core.checks.check, not check_callable's
+#: judge process), so mutmut sees which functions each test runs.
+_JUDGED = ("tests/test_judge_boundary.py", "tests/test_judge_nonfinite.py",
+           "tests/test_judge_parts.py")
 JUDGE: dict[str, tuple[str, ...]] = {
-    "harness/core/checks.py": ("tests/test_judge_boundary.py", "tests/test_judge_nonfinite.py",
-                               "tests/test_judge_parts.py", "tests/test_api.py",
-                               "tests/test_grid_checks.py", "tests/test_kinds.py"),
-    "harness/core/reference.py": ("tests/test_reference.py", "tests/test_oracle_placement.py"),
-    "harness/core/tolerance.py": ("tests/test_judge_boundary.py", "tests/test_reference.py"),
-    "harness/core/kinds/table.py": ("tests/test_judge_boundary.py",),
+    "harness/core/checks.py": (*_JUDGED, "tests/test_grid_checks.py", "tests/test_kinds.py"),
+    "harness/core/observe.py": _JUDGED,
+    "harness/core/kinds/table/reference.py": ("tests/test_reference.py",
+                                              "tests/test_oracle_placement.py"),
+    "harness/core/kinds/table/tolerance.py": ("tests/test_judge_tolerance.py",
+                                              "tests/test_reference.py"),
+    "harness/core/kinds/table/__init__.py": ("tests/test_judge_boundary.py",),
     "harness/core/kinds/rotary/reference.py": ("tests/test_rotary_reference.py",
                                                "tests/test_rotary_oracle.py"),
-    "harness/core/kinds/rotary/tolerance.py": ("tests/test_rotary_reference.py",
-                                               "tests/test_judge_boundary.py"),
+    "harness/core/kinds/rotary/tolerance.py": ("tests/test_judge_tolerance.py",
+                                               "tests/test_rotary_reference.py"),
     "harness/core/kinds/rotary/apply.py": ("tests/test_rotary_oracle.py",
                                            "tests/test_judge_boundary.py"),
-    "harness/core/kinds/grid/reference.py": ("tests/test_grid_oracle.py", "tests/test_grid_checks.py"),
+    "harness/core/kinds/grid/reference.py": ("tests/test_grid_oracle.py", "tests/test_judge_tolerance.py"),
     "harness/core/kinds/grid/plan.py": ("tests/test_grid_oracle.py",),
-    "harness/core/kinds/timestep/reference.py": ("tests/test_timestep.py",),
+    "harness/core/kinds/timestep/reference.py": ("tests/test_timestep.py",
+                                                 "tests/test_judge_tolerance.py"),
     "harness/bench/validity.py": ("tests/test_judge_retention.py", "tests/test_bench_validity.py"),
 }
 #: Tests of the selection too slow to run against every mutant (covered by faster ones).
 MUTANTS_DESELECT = (
-    "tests/test_api.py::test_a_torch_callable_is_judged_too",
     "tests/test_bench_validity.py::test_recycled_and_angle_addition_builders_are_not_lookups",
     "tests/test_bench_validity.py::test_a_sweep_records_invalid_cells_and_says_so",
-    "tests/test_api.py::test_list_json_describes_every_implementation",
 )
 #: mutmut's working folder: the generated config, and its cache of mutants and results (a rerun
 #: after a change re-tests only the functions that changed).
