@@ -176,6 +176,32 @@ def test_gpu_section_sets_each_mode_against_the_fill_of_the_same_mode():
     assert device.section(None, {}) == ""
 
 
+def test_gpu_section_sets_other_workloads_against_their_roof_with_the_grade():
+    def cell(impl, mode, median, ratio, length=1024, dtype="bfloat16", roof=False):
+        return dict(impl=impl, mode=mode, median_s=median, roof_ratio=ratio, length=length,
+                    d_model=128, dtype=dtype, ok=True, workload="apply", is_roof=roof)
+
+    rows = pd.DataFrame([
+        cell("liger", "sync", 30e-6, 3.0), cell("liger", "graph", 10e-6, 1.25),
+        cell("mine", "sync", 12e-6, 1.2), cell("mine", "graph", 9e-6, 1.125),
+        cell("mine", "graph", 90e-6, 1.6, length=16384),
+        cell("roof-torch-cuda-copy-apply", "graph", 8e-6, 1.0, roof=True)])
+    verify = pd.DataFrame([dict(impl="liger", dtype="bfloat16", grade="exact"),
+                           dict(impl="liger", dtype="bfloat16", grade="float32"),
+                           dict(impl="mine", dtype="float32", grade="fail")])
+    table = device.roof_table(rows, 1024, 128, "bfloat16", verify).set_index("impl")
+    assert list(table.index) == ["mine", "liger"]     # fastest kernel time first, no roof
+    assert table.loc["liger", "x roof (sync)"] == "3x" and table.loc["liger", "% of roof BW"] == "80%"
+    assert table.loc["liger", "launch"] == "20 µs"
+    assert table.loc["liger", "grade"] == "float32"   # its worst grade in that dtype
+    assert table.loc["mine", "grade"] == "-"          # not verified in bfloat16
+    sweep = device.share_table(rows).set_index("impl")
+    assert list(sweep.columns) == ["1024x128 bfloat16", "16384x128 bfloat16"]
+    assert sweep.loc["mine", "16384x128 bfloat16"] == "62%"
+    text = device.section(rows, {"gpus": [{"name": "Fake GPU"}]}, verify)
+    assert "apply 16384 x 128 bfloat16" in text and "Fake GPU" in text
+
+
 def test_without_a_gpu_cuda_implementations_are_unavailable_with_the_reason():
     if cuda_driver.problem() is None:
         pytest.skip("a CUDA driver is present here")

@@ -43,3 +43,17 @@ def test_graph_replay_returns_what_the_call_computes(name):
     cuda_driver.synchronize()
     np.testing.assert_allclose(to_numpy(out), np.sin(np.arange(1024, dtype=np.float32)) * 2,
                                rtol=1e-6)
+
+
+def test_the_apply_roof_is_a_device_copy_of_q_and_k():
+    from harness.bench.roofs import ROOF_REGISTRY
+    from harness.core.kinds.rotary import RotarySpec
+
+    spec = RotarySpec(64, 32, dtype="bfloat16")
+    q = np.arange(2 * 4 * 64 * 32, dtype=np.float32).reshape(2, 4, 64, 32) % 251
+    k = q[:, :2] + 1
+    roof = ROOF_REGISTRY.get("roof-torch-cuda-copy-apply")
+    out_q, out_k = roof.build(spec, q, k, np.arange(64))()
+    cuda_driver.synchronize()
+    np.testing.assert_array_equal(to_numpy(out_q).astype(np.float32), q)
+    np.testing.assert_array_equal(to_numpy(out_k).astype(np.float32), k)

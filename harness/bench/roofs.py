@@ -295,6 +295,16 @@ def _scale_recycled(threaded: bool):
     return build
 
 
+def _device_copy(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
+    """q and k copied on the device into fresh tensors: the copy of the same bytes a rotation
+    reads and writes, the yardstick a GPU kernel is set against (in place or not)."""
+    import torch
+
+    dtype = getattr(torch, spec.dtype)
+    qt, kt = (torch.from_numpy(np.ascontiguousarray(a)).to(device="cuda", dtype=dtype) for a in (q, k))
+    return lambda: (qt.clone(), kt.clone())
+
+
 def _register_apply_roofs() -> None:
     for name, backend, device, where, supports in (
             ("roof-numpy-scale-apply", "numpy", "cpu", "numpy", NUMPY_DTYPES),
@@ -302,6 +312,8 @@ def _register_apply_roofs() -> None:
             ("roof-torch-cuda-scale-apply", "torch", "cuda", "cuda", TORCH_DTYPES)):
         ROOF_REGISTRY.register(name=name, backend=backend, device=device, workload="apply",
                                supports=supports)(_scale_pass(where))
+    ROOF_REGISTRY.register(name="roof-torch-cuda-copy-apply", backend="torch", device="cuda",
+                           workload="apply", supports=TORCH_DTYPES)(_device_copy)
     for name, backend, threaded, supports in (
             ("roof-recycled-scale-apply", "numpy", False, NUMPY_DTYPES),
             ("roof-recycled-torch-scale-apply", "torch", True, TORCH_DTYPES)):

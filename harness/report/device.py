@@ -1,5 +1,9 @@
 """The GPU section: each device implementation in every timing mode, beside the device's roofs.
 
+The 1-D table is set against the bare fill by name (below); every other workload (rotary apply,
+caches, grids, timesteps) against the binding roof bench matched to each cell (`roof_ratio`:
+the same bytes in the same mode and run), with the verify grade of each implementation.
+
 Three numbers per cell (harness.bench.modes): `sync` (one call and a device
 sync: what Python sees, launch overhead included), `flush` (the same from a
 cold L2) and `graph` (CUDA-graph replays back to back: kernel time). Launch
@@ -24,21 +28,19 @@ MODES = ("sync", "flush", "graph")
 DTYPE_ORDER = ("float32", "float16", "bfloat16", "float64")
 
 
-def section(device: Optional[pd.DataFrame], env: Mapping) -> str:
+def section(device: Optional[pd.DataFrame], env: Mapping, verify: Optional[pd.DataFrame] = None) -> str:
     """The whole GPU section, or '' for a run without device cells."""
     if device is None or device.empty:
         return ""
-    rows = device[device["ok"] & (device["workload"] == "table")]
+    timed = device[device["ok"]]
+    rows = timed[timed["workload"] == "table"]
+    others = [workload_blocks(timed[timed["workload"] == w], w, verify)
+              for w in sorted(set(timed["workload"]) - {"table"})]
     if rows.empty:
-        return ""
-    gpu = (env.get("gpus") or [{}])[0]
-    facts = ", ".join(p for p in (
-        gpu.get("name") or env.get("gpu") or "",
-        f"L2 {gpu['l2_bytes'] / 2**20:.0f} MiB" if gpu.get("l2_bytes") else "",
-        f"theoretical DRAM {gpu['dram_gbps_theoretical']:.0f} GB/s" if gpu.get("dram_gbps_theoretical")
-        else "", f"driver {gpu['driver_version']}" if gpu.get("driver_version") else "") if p)
+        return markdown.join(markdown.heading(2, "GPU"), _facts(env) + ". " + _ROOF_TEXT, *others) \
+            if any(others) else ""
     length, d_model = _headline(rows)
-    blocks = [markdown.heading(2, "GPU"), f"{facts}. " + _MODES_TEXT]
+    blocks = [markdown.heading(2, "GPU"), f"{_facts(env)}. " + _MODES_TEXT]
     for dtype in _dtypes(rows):
         table = headline_table(rows, length, d_model, dtype)
         if not table.empty:
@@ -50,7 +52,92 @@ def section(device: Optional[pd.DataFrame], env: Mapping) -> str:
                    "sync - graph per call, where the call is mostly launch: "
                    + ", ".join(f"{s}" for s in small.columns[1:]) + ".",
                    markdown.table(small, index=False)]
-    return markdown.join(*blocks)
+    return markdown.join(*blocks, *others)
+
+
+def _facts(env: Mapping) -> str:
+    gpu = (env.get("gpus") or [{}])[0]
+    return ", ".join(p for p in (
+        gpu.get("name") or env.get("gpu") or "",
+        f"L2 {gpu['l2_bytes'] / 2**20:.0f} MiB" if gpu.get("l2_bytes") else "",
+        f"theoretical DRAM {gpu['dram_gbps_theoretical']:.0f} GB/s" if gpu.get("dram_gbps_theoretical")
+        else "", f"driver {gpu['driver_version']}" if gpu.get("driver_version") else "") if p)
+
+
+_ROOF_TEXT = ("`x roof`: time over the binding roof of the same bytes timed in the same mode and run "
+              "(for rotary apply, the device copy or pass over q and k); `% of roof BW`: the share "
+              "of that roof's bandwidth reached in `graph` mode; `launch`: sync - graph; `grade`: the "
+              "worst verify grade of the implementation in that dtype (exact, float32, fail).")
+
+
+def workload_blocks(rows: pd.DataFrame, workload: str, verify: Optional[pd.DataFrame]) -> str:
+    """A workload's device cells beside their roofs: one table per dtype at its largest size,
+    then the share of the roof's bandwidth in graph mode at every size."""
+    if rows.empty or "roof_ratio" not in rows:
+        return ""
+    length, d_model = _headline(rows)
+    blocks = [markdown.heading(3, f"{workload} on the device")]
+    for dtype in _dtypes(rows):
+        table = roof_table(rows, length, d_model, dtype, verify)
+        if not table.empty:
+            blocks += [markdown.heading(4, f"{workload} {length} x {d_model} {dtype}"),
+                       markdown.table(table, index=False)]
+    sweep = share_table(rows)
+    if not sweep.empty:
+        blocks += [markdown.heading(4, f"{workload}: % of roof BW (graph) at every size"),
+                   markdown.table(sweep, index=False)]
+    return markdown.join(*blocks) if len(blocks) > 1 else ""
+
+
+def _grades(verify: Optional[pd.DataFrame], dtype: str) -> Mapping[str, str]:
+    """impl -> its worst verify grade in `dtype` (fail < float32 < exact)."""
+    if verify is None or "grade" not in verify or verify.empty:
+        return {}
+    rank = {"fail": 0, "float32": 1, "exact": 2}
+    mine = verify[(verify["dtype"] == dtype) & verify["grade"].isin(rank)]
+    return {impl: min(group, key=rank.get) for impl, group in mine.groupby("impl")["grade"]}
+
+
+def roof_table(rows: pd.DataFrame, length: int, d_model: int, dtype: str,
+               verify: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """One row per implementation (fastest graph time first): time and x roof per mode, the
+    share of the roof's bandwidth in graph mode, launch overhead and grade."""
+    cell = rows[(rows["length"] == length) & (rows["d_model"] == d_model) & (rows["dtype"] == dtype)
+                & ~rows["is_roof"].astype(bool)]
+    if cell.empty:
+        return pd.DataFrame()
+    times = medians(cell)
+    ratios = cell.pivot_table(index="impl", columns="mode", values="roof_ratio", aggfunc="min")
+    grades = _grades(verify, dtype)
+    order = times.get("graph", times.get("sync")).sort_values(na_position="last").index
+    out = []
+    for impl in order:
+        row = {"impl": impl}
+        for mode in MODES:
+            if mode in times.columns:
+                row[mode] = units.seconds(times.loc[impl].get(mode))
+                row[f"x roof ({mode})"] = fmt.ratio(ratios.loc[impl].get(mode)) if mode in ratios else "-"
+        graph = ratios.loc[impl].get("graph") if "graph" in ratios else float("nan")
+        row["% of roof BW"] = f"{100 / graph:.0f}%" if pd.notna(graph) and graph > 0 else "-"
+        if {"sync", "graph"} <= set(times.columns):
+            row["launch"] = units.seconds(times.loc[impl].get("sync") - times.loc[impl].get("graph"))
+        row["grade"] = grades.get(impl, "-")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def share_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """impl x (length x d_model dtype): % of the roof's bandwidth in graph mode."""
+    graph = rows[(rows["mode"] == "graph") & ~rows["is_roof"].astype(bool) & (rows["roof_ratio"] > 0)]
+    if graph.empty:
+        return pd.DataFrame()
+    graph = graph.sort_values(["dtype", "d_model", "length"], key=lambda c: c.map(
+        {d: i for i, d in enumerate(DTYPE_ORDER)}) if c.name == "dtype" else c)
+    label = graph["length"].astype(str) + "x" + graph["d_model"].astype(str) + " " + graph["dtype"]
+    share = (100 / graph["roof_ratio"]).round().astype(int).astype(str) + "%"
+    frame = graph.assign(size=label, share=share).pivot_table(
+        index="impl", columns="size", values="share", aggfunc="first")
+    return frame[list(dict.fromkeys(label))].rename_axis(None, axis=1).reset_index()
 
 
 _MODES_TEXT = ("`sync`: one call and a device sync per round (what Python sees); `flush`: the "

@@ -80,7 +80,7 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
         summary.still_flagged(run), sections.sources([run, *([base] if base else [])]),
         advice.recommendation(found, picks, run.bench, baseline, name, run.verify is not None),
         advice.accuracy(errors, name),
-        device.section(run.device, run.env),
+        device.section(run.device, run.env, run.verify),
         sections.accuracy_vs_speed(trades, figures, out, convention.describe(name)),
         *(sections.workload(run, w, named[w], figures, out) for w in workloads),
         sections.change(changes(run.bench, base.bench), base) if base else "",
