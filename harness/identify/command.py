@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from harness.core.registry import Implementation
 from harness.core.kinds.table.spec import SPEC_FIELDS, Spec
-from harness.identify import family
+from harness.identify import readers
 from harness.identify.check import Candidate
 from harness.identify.files import Stored, open_file
 from harness.identify.load import LoadedTable, from_array
@@ -34,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                       "dict ('a.b' inside nested dicts; default: every one)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object keyed by the Spec's field names")
-    parser.add_argument("--kind", choices=family.KINDS, default="auto",
+    parser.add_argument("--kind", choices=readers.KINDS, default="auto",
                         help="the kind of table (default: from the arrays' names and shapes: "
                              "cos/sin or inv_freq -> rotary, pos_embed -> grid, timesteps -> "
                              "timestep, else the 1-D table)")
@@ -45,9 +45,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     stored = open_file(args.file, key=args.key)
-    routed = family.route(stored, args.kind, args.timesteps, scan)
+    routed = readers.route(stored, args.kind, args.timesteps, scan)
     if routed.answers is not None:
-        return family.report(args.file, routed.answers, args.json)
+        return readers.report(args.file, routed.answers, args.json)
     if len(stored) > 1:
         return _report_entries(args.file, routed.scanned or scan(stored), impls, args.json)
     found = identify(_table(stored[0]))

@@ -21,10 +21,10 @@ import numpy as np
 from harness.core import kinds
 from harness.core.kinds.table.conventions import CONVENTIONS
 from harness.core.kinds.table.spec import Spec
-from harness.identify.family import grid as grid_search
-from harness.identify.family import rotary as rotary_search
-from harness.identify.family.answer import check, check_inv_freq
-from harness.identify.family.dispatch import matrix, read
+from harness.identify.readers import grid as grid_search
+from harness.identify.readers import rotary as rotary_search
+from harness.identify.readers.answer import check, check_inv_freq
+from harness.identify.readers.arrays import matrix, read
 from harness.identify.files import Stored
 from harness.identify.load import from_array
 from harness.identify.model.expect import EXTRA_ROWS, Expected, describe

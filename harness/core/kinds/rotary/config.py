@@ -1,4 +1,4 @@
-"""A RotarySpec from a transformers config, read the way transformers 5.23 reads it.
+"""A RotarySpec's fields from a transformers config, read the way transformers 5.23 reads it.
 
 Both spellings: v4's top-level `rope_theta` with `rope_scaling` (`rope_type`, or the legacy
 `type`), and v5's `rope_parameters`. head_dim is `head_dim`, else hidden_size //
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from harness.core.kinds.rotary.spec import REQUIRES, ROPE_TYPES, USES, RotarySpec
+from harness.core.kinds.rotary.rope_types import REQUIRES, ROPE_TYPES, USES
 
 #: transformers' attribute_map aliases (GPT-J, GPT-2 style configs) -> the standard names.
 _ALIASES = {"n_embd": "hidden_size", "n_head": "num_attention_heads",
@@ -112,8 +112,9 @@ def _scaling(rope_type: str, data: dict[str, Any], params: dict[str, Any]) -> di
     return out
 
 
-def spec_from_hf_config(config: Any, length: Optional[int] = None, dtype: str = "float32") -> RotarySpec:
-    """The RotarySpec of the cache a model of this config builds (length: its max positions)."""
+def hf_config_fields(config: Any, length: Optional[int] = None, dtype: str = "float32") -> dict[str, Any]:
+    """The RotarySpec fields of the cache a model of this config builds (length: its max
+    positions); `RotarySpec.from_hf_config` makes the spec of them."""
     data = _as_dict(config)
     params = _rope_parameters(data)
     rope_type = params.get("rope_type", params.get("type", "default"))
@@ -126,6 +127,6 @@ def spec_from_hf_config(config: Any, length: Optional[int] = None, dtype: str = 
         if length is None:
             raise ValueError("length is required: the config has no max_position_embeddings")
     layout = "interleaved" if data.get("model_type") == "gptj" else "half"
-    return RotarySpec(length=length, head_dim=head_dim, rotary_dim=_rotary_dim(data, params, head_dim),
-                      base=_base(data, params), layout=layout, dtype=dtype, rope_type=rope_type,
-                      **_scaling(rope_type, data, params))
+    return dict(length=length, head_dim=head_dim, rotary_dim=_rotary_dim(data, params, head_dim),
+                base=_base(data, params), layout=layout, dtype=dtype, rope_type=rope_type,
+                **_scaling(rope_type, data, params))

@@ -18,32 +18,10 @@ import numpy as np
 from harness.core.kinds.fields import (DTYPE, FLAG, MAX_ANGLE, MAX_POSITION, Rule, check_fields,
                                        integer, is_finite, is_int, number, one_of)
 from harness.core.kinds.rotary import scaling
+from harness.core.kinds.rotary.rope_types import REQUIRES, ROPE_TYPES, SCALING_FIELDS, USES
 from harness.core.record import SpecRecord
 
 LAYOUTS = ("half", "interleaved")
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
-#: The scaling fields each rope_type reads (every other one must keep its default).
-USES: dict[str, tuple[str, ...]] = {
-    "default": (),
-    "linear": ("factor",),
-    "dynamic": ("factor", "max_position_embeddings"),
-    "yarn": ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-             "attention_factor", "mscale", "mscale_all_dim", "truncate"),
-    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
-    "longrope": ("factor", "original_max_position_embeddings", "short_factor", "long_factor",
-                 "attention_factor"),
-}
-#: The fields a rope_type cannot do without (None is not allowed for them).
-REQUIRES: dict[str, tuple[str, ...]] = {
-    "dynamic": ("max_position_embeddings",),
-    "yarn": ("original_max_position_embeddings",),
-    "llama3": ("original_max_position_embeddings",),
-    "longrope": ("original_max_position_embeddings", "short_factor", "long_factor"),
-}
-SCALING_FIELDS = ("factor", "original_max_position_embeddings", "max_position_embeddings",
-                  "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor", "short_factor",
-                  "long_factor", "attention_factor", "mscale", "mscale_all_dim", "truncate")
-
 
 #: What each field may hold, checked in this order (harness.core.kinds.fields); rotary_dim,
 #: the factor lists and what each rope_type reads are checked after, against the others.
@@ -187,9 +165,9 @@ class RotarySpec(SpecRecord):
     def from_hf_config(cls, config: Any, length: Optional[int] = None,
                        dtype: str = "float32") -> "RotarySpec":
         """The spec of a transformers config (a dict or a PretrainedConfig); see config.py."""
-        from harness.core.kinds.rotary.config import spec_from_hf_config
+        from harness.core.kinds.rotary.config import hf_config_fields
 
-        return spec_from_hf_config(config, length=length, dtype=dtype)
+        return cls(**hf_config_fields(config, length=length, dtype=dtype))
 
     def short(self) -> str:
         """Compact label for tables: only fields that differ from the defaults."""

@@ -9,25 +9,23 @@ forces one; a file that cannot be the forced kind is bad input, said with what i
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from harness.identify.family import rotary, timestep
-from harness.identify.family.answer import Answer
+from harness.core import kinds
 from harness.identify.files import Stored, open_file
+from harness.identify.readers import grid, rotary, timestep
+from harness.identify.readers.answer import Answer
+from harness.identify.readers.arrays import (COS, EMB, FUNCTION, INV_FREQ, POS_EMBED, SIN, TIMESTEPS,
+                                             matrix, read)
 
-KINDS = ("auto", "table", "rotary", "grid", "timestep")
-_COS = re.compile(r"(^|[._/])_?cos(_cached|_cache)?$")
-_SIN = re.compile(r"(^|[._/])_?sin(_cached|_cache)?$")
-_FUNCTION = re.compile(r"(^|[._/])(_?)(cos|sin)((_cached|_cache)?)$")
-_INV_FREQ = re.compile(r"(^|[._/])inv_freq$")
-_TIMESTEPS = re.compile(r"(^|[._/])(timesteps?)$")
-_EMB = re.compile(r"(^|[._/])(emb|embedding|embeddings|temb)$")
-_POS_EMBED = re.compile(r"(^|[._/])pos_embed(ding)?s?$")
+#: The kind identify's own 1-D search reads (harness/identify/search.py); the readers here read
+#: the others. A string comparison on purpose: the 1-D search predates the readers and keeps
+#: its richer answer (amplitude, alternatives, libraries).
+ONE_D = "table"
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,7 @@ def route(stored: Sequence[Stored], kind: str = "auto", timesteps: Optional[str]
 
 
 def _claimed(name: str) -> bool:
-    return any(p.search(name) for p in (_COS, _SIN, _INV_FREQ, _TIMESTEPS, _EMB, _POS_EMBED))
+    return any(p.search(name) for p in (COS, SIN, INV_FREQ, TIMESTEPS, EMB, POS_EMBED))
 
 
 def identify_family(stored: Sequence[Stored], kind: str = "auto",
@@ -62,55 +60,29 @@ def identify_family(stored: Sequence[Stored], kind: str = "auto",
     file is (or --kind says it is) a 1-D table."""
     if kind not in KINDS:
         raise ValueError(f"--kind must be one of {KINDS}, got {kind!r}")
-    if kind == "table":
+    if kind == ONE_D:
         return None
+    if kind != "auto" and kind not in READERS:
+        raise ValueError(f"--kind {kind}: identify has no reader for that kind (it reads "
+                         f"{', '.join([ONE_D, *READERS])})")
     names = {s.name: s for s in stored}
-    if kind in ("auto", "rotary"):
-        found = _rotary(names, forced=kind == "rotary")
-        if found or kind == "rotary":
-            return found
-    if kind in ("auto", "timestep"):
-        found = _timestep(names, timesteps, forced=kind == "timestep")
-        if found or kind == "timestep":
-            return found
-    from harness.identify.family import grid  # the grid kind may not be registered yet
-
-    return grid.search(stored, forced=kind == "grid")
-
-
-def read(entry: Stored, raw: Any = None) -> tuple[np.ndarray, str]:
-    """The entry's values (`raw`: as already read) in float64 and its stored dtype."""
-    from harness.core.convert import dtype_name, to_numpy
-
-    raw = entry.read() if raw is None else raw
-    dtype = entry.dtype or dtype_name(raw)
-    values = np.asarray(to_numpy(raw), dtype=np.float64)
-    if dtype not in ("float16", "bfloat16", "float32", "float64"):
-        dtype = "float64" if dtype in ("", "float64") or values.dtype == np.float64 else "float32"
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"{entry.source} has NaN/Inf values: identify needs finite values")
-    return values, dtype
-
-
-def matrix(values: np.ndarray, source: str, what: str) -> np.ndarray:
-    """Leading unit axes dropped (`[1, 1, L, D]` -> `[L, D]`); must end 2-D."""
-    while values.ndim > 2 and values.shape[0] == 1:
-        values = values[0]
-    if values.ndim != 2:
-        raise ValueError(f"{what} must be [length, width] (with any leading axes of size 1), got "
-                         f"shape {values.shape} ({source})")
-    return values
+    for name, reader in READERS.items():         # in order: the grid reader takes what is left
+        if kind in ("auto", name):
+            found = reader(stored, names, timesteps, kind == name)
+            if found or kind == name:
+                return found
+    return None
 
 
 def _rotary(names: dict[str, Stored], forced: bool) -> list[tuple[str, Answer]]:
     out = []
     for name, entry in names.items():
-        if _COS.search(name):
+        if COS.search(name):
             out.append((name, _pair(name, entry, names)))
-        elif _SIN.search(name) and _partner(name, "cos") not in names:
+        elif SIN.search(name) and _partner(name, "cos") not in names:
             raise ValueError(f"{entry.source} holds {name!r} but no {_partner(name, 'cos')!r}: a "
                              "rotary cache needs both cos and sin, of the same shape")
-        elif _INV_FREQ.search(name):
+        elif INV_FREQ.search(name):
             values, dtype = read(entry)
             out.append((name, rotary.from_inv_freq(values, entry.source, dtype)))
     if out or not forced:
@@ -131,7 +103,7 @@ def _rotary(names: dict[str, Stored], forced: bool) -> list[tuple[str, Answer]]:
 
 def _partner(name: str, function: str) -> str:
     """The name of the other half of a cos/sin pair: `a.cos_cached` -> `a.sin_cached`."""
-    return _FUNCTION.sub(lambda m: m.group(1) + m.group(2) + function + m.group(4), name)
+    return FUNCTION.sub(lambda m: m.group(1) + m.group(2) + function + m.group(4), name)
 
 
 def _pair(name: str, entry: Stored, names: dict[str, Stored]) -> Answer:
@@ -151,14 +123,14 @@ def _pair(name: str, entry: Stored, names: dict[str, Stored]) -> Answer:
 
 def _timestep(names: dict[str, Stored], given: Optional[str],
               forced: bool) -> list[tuple[str, Answer]]:
-    steps = [s for n, s in names.items() if _TIMESTEPS.search(n)]
+    steps = [s for n, s in names.items() if TIMESTEPS.search(n)]
     if not steps and given is None:
         if forced:
             raise ValueError("--kind timestep needs the timesteps: an array named 'timesteps' in "
                              "the file, or --timesteps FILE_OR_LIST")
         return []
     t = timesteps_from(given) if given is not None else read(steps[0])[0].reshape(-1)
-    tables = [s for n, s in names.items() if _EMB.search(n)]
+    tables = [s for n, s in names.items() if EMB.search(n)]
     if not tables:
         tables = [s for s in names.values() if s not in steps]
     if len(tables) != 1:
@@ -169,6 +141,21 @@ def _timestep(names: dict[str, Stored], given: Optional[str],
     values, dtype = read(entry)
     emb = matrix(values, entry.source, "the embedding")
     return [(entry.name, timestep.from_embedding(emb, t, entry.source, dtype))]
+
+
+def _grid(stored: Sequence[Stored], names: dict[str, Stored], timesteps: Optional[str],
+          forced: bool) -> Optional[list[tuple[str, Answer]]]:
+    return grid.search(stored, forced=forced)
+
+
+#: kind -> its reader (stored, by name, --timesteps, forced) -> answers: tried in this order.
+READERS: dict[str, Callable[..., Optional[list[tuple[str, Answer]]]]] = {
+    "rotary": lambda stored, names, timesteps, forced: _rotary(names, forced),
+    "timestep": lambda stored, names, timesteps, forced: _timestep(names, timesteps, forced),
+    "grid": _grid,
+}
+#: --kind: auto, or any registered kind (one without a reader is refused with its reason).
+KINDS = ("auto", *kinds.KINDS)
 
 
 def timesteps_from(text: str) -> np.ndarray:

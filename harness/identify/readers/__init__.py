@@ -1,7 +1,8 @@
 """identify for the kinds besides the 1-D table: rotary caches and inv_freq vectors, 2-D/3-D
 sincos grids, diffusion timestep embeddings.
 
-dispatch.py decides the kind from the arrays' names and shapes (or --kind); rotary.py with
+dispatch.py decides the kind from the arrays' names and shapes (or --kind, any registered kind)
+and tries each kind's reader in turn; arrays.py reads an entry's values; rotary.py with
 rope_laws.py, grid.py and timestep.py propose readings; answer.py judges each against its
 kind's own reference and tolerance and prints the answer: `--json` gives `kind` and the spec's
 fields (what `harness.core.kinds.spec_from_dict` reads back, also alone under `spec`) with the
@@ -13,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from harness.identify.family.answer import Answer, as_json, as_text
-from harness.identify.family.dispatch import KINDS, Route, identify_family, route
+from harness.identify.readers.answer import Answer, as_json, as_text
+from harness.identify.readers.dispatch import KINDS, Route, identify_family, route
 
 
 def report(file: str, answers: Sequence[tuple[str, Answer]], as_json_object: bool) -> int:

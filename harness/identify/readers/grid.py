@@ -16,7 +16,8 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from harness.core import kinds
-from harness.identify.family.answer import Answer, check, decide
+from harness.identify.readers.answer import Answer, check, decide
+from harness.identify.readers.arrays import POS_EMBED, matrix, read
 from harness.identify.files import Stored
 
 #: Grids tried per table, and the largest table an unnamed array is tried as a grid at.
@@ -32,15 +33,13 @@ DIFFUSERS_BASE_SIZES = (16.0, 32.0, 64.0)
 def search(stored: Sequence[Stored], forced: bool) -> Optional[list[tuple[str, Answer]]]:
     """(name, answer) for every entry that is (or --kind grid says is) a grid table; None for
     a file whose arrays are no grids, so the 1-D search takes it."""
-    from harness.identify.family.dispatch import _POS_EMBED, matrix, read
-
     try:
         kinds.named("grid")
     except ValueError:
         if forced:
             raise ValueError("--kind grid: the grid kind is not available in this harness") from None
         return None
-    named = [s for s in stored if _POS_EMBED.search(s.name)]
+    named = [s for s in stored if POS_EMBED.search(s.name)]
     if named or forced or len(stored) == 1:
         chosen = named or list(stored)
     else:

@@ -16,7 +16,7 @@ from typing import Iterator
 import numpy as np
 
 from harness.core.kinds.timestep import TimestepSpec
-from harness.identify.family.answer import Answer, check, decide
+from harness.identify.readers.answer import Answer, check, decide
 from harness.identify.law import nice_values, significant_digits
 
 COMMON_PERIODS = (10000.0, 1000.0, 100000.0)

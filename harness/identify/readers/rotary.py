@@ -19,8 +19,8 @@ import numpy as np
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.kinds.table.spec import MAX_POSITION
 from harness.core.kinds.table.tolerance import C_FREQ, C_VALUE, eps
-from harness.identify.family.answer import C_SCALED, Answer, check, check_inv_freq, decide
-from harness.identify.family.rope_laws import readings
+from harness.identify.readers.answer import C_SCALED, Answer, check, check_inv_freq, decide
+from harness.identify.readers.rope_laws import readings
 from harness.identify.offset import find_offsets
 
 #: Rows whose angles measure the frequencies (more only sharpen what the check confirms).
