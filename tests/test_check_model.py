@@ -229,3 +229,44 @@ def test_shards_listed_by_an_index_are_all_read(models, tmp_path, capsys):
     assert code == 0 and len(report["files"]) == 2 and len(report["tensors"]) == 2
     (folder / "model-00002-of-00002.safetensors").unlink()
     assert "model-00002-of-00002.safetensors" in bad(capsys, folder)
+
+
+def with_config(src, dst, **changes):
+    """A copy of a model folder whose config.json has `changes` (None removes a key)."""
+    shutil.copytree(src, dst)
+    config = json.loads((dst / "config.json").read_text())
+    for key, value in changes.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    (dst / "config.json").write_text(json.dumps(config))
+    return dst
+
+
+def test_an_inv_freq_under_a_config_without_rope_theta_is_held_to_the_default(models, tmp_path,
+                                                                               capsys):
+    """transformers builds base 10000 when rope_theta is absent: a stored base 500000 differs."""
+    stored = with_inv_freq(models["llama"], tmp_path / "stored", 500000.0)
+    folder = with_config(stored, tmp_path / "no-theta", rope_theta=None, rope_parameters=None,
+                         rope_scaling=None)
+    code, report, _ = run(capsys, folder, "--json")
+    [row] = report["tensors"]
+    assert code == 1 and row["verdict"] == "DIFFERS", row
+    assert "base=10000" in row["implied"] and "base=500000" in row["identified"]
+
+
+@pytest.mark.parametrize("model, changes, field", [
+    ("llama", {"rope_theta": [1], "rope_parameters": {"rope_type": "default", "rope_theta": [1]}},
+     "rope_theta"),
+    ("llama", {"hidden_size": "256", "head_dim": None}, "hidden_size"),
+    ("llama", {"rotary_pct": float("inf")}, "rotary_pct"),
+    ("llama", {"partial_rotary_factor": "0.5"}, "partial_rotary_factor"),
+    ("llama", {"rope_parameters": {"rope_type": ["linear"], "rope_theta": 10000.0}}, "rope_type"),
+    ("mae", {"patch_size": 0}, "patch_size"),
+])
+def test_hostile_config_values_are_one_line_naming_the_field(models, tmp_path, capsys, model,
+                                                              changes, field):
+    folder = with_config(models[model], tmp_path / "hostile", **changes)
+    err = bad(capsys, folder)
+    assert f"config field {field} must be" in err

@@ -96,3 +96,19 @@ def test_a_pickle_that_would_run_code_is_refused_and_the_code_does_not_run(tmp_p
     with pytest.raises(ValueError, match="evil.pt.*refused: unpickling it would run code"):
         open_file(path)
     assert not marker.exists()
+
+
+def test_a_header_listing_too_many_tensors_is_refused_at_once(tmp_path):
+    """600 000 one-value tensors: refused after reading the header, before any is searched."""
+    from harness.identify.checkpoints import MAX_TENSORS
+
+    path = tmp_path / "many.safetensors"
+    count = 600_000
+    header = {"__metadata__": {}}
+    header.update({f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]}
+                   for i in range(count)})
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + bytes(4 * count))
+    with pytest.raises(ValueError, match=f"many.safetensors.*lists {count:,} tensors, more than "
+                                         f"the {MAX_TENSORS:,}"):
+        open_file(path)

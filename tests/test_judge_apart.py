@@ -160,3 +160,95 @@ def test_a_hanging_supports_and_a_raising_supports_are_verdicts(tmp_path):
     assert set(hangs["reason"].iloc[1:]) == {"not run: an earlier case timed out"}
     assert set(raises["reason"]) == {"supports: RuntimeError: no idea"}
     assert set(rows["status"]) == {"error"}
+
+
+def test_an_implementation_right_only_on_a_learned_case_list_fails_fresh_cases(tmp_path):
+    """It memorised every case of a seed-0 run; each run draws its random cases from a fresh
+    seed, recorded, and `--seed` draws the same ones again."""
+    plugin = write(tmp_path, "learner", textwrap.dedent('''
+        from harness import reference
+        from harness.core.kinds.table.cases import default_cases
+        LEARNED = set(default_cases(seed=0, n_random=2))
+        def small(spec):   # every case a run draws, the fixed ones small enough to be quick
+            small = spec not in LEARNED or spec.length * spec.d_model <= 50_000
+            return None if small and spec.dtype in ("float32", "float64") else "not this one"
+        @register(name="adv-learner", backend="numpy", supports=small)
+        def build(spec):
+            if spec in LEARNED:
+                return lambda: reference(spec).astype(spec.dtype)
+            return lambda: np.zeros((spec.length, spec.d_model), spec.dtype)
+        '''))
+    code, text, out = verify_full(plugin, tmp_path / "fresh", "--random", "2")
+    rows = pd.read_csv(out / "verify.csv", keep_default_na=False)
+    seed = int(rows["seed"].iloc[0])
+    assert code == 1 and seed != 0, text
+    assert f"--seed {seed}" in text and f"seed {seed}" in (out / "verify.md").read_text()
+    code, text, out = verify_full(plugin, tmp_path / "learned", "--random", "2", "--seed", "0")
+    assert code == 0, text                     # the learned list, as the seed reproduces it
+
+
+def verify_full(plugin: Path, tmp_path: Path, *extra: str) -> tuple[int, str, Path]:
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "harness", "verify", "--plugin", str(plugin),
+                           "--only", "adv-*", "--out", str(out), *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return done.returncode, done.stdout + done.stderr, out
+
+
+def bench(plugin: Path, tmp_path: Path, *extra: str) -> tuple[int, str, pd.DataFrame]:
+    """A tiny `bench --no-post` of the plugin's implementations; (exit code, output, bench.csv)."""
+    out = tmp_path / "runs"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "harness", "bench", "--out", str(out), "--no-post",
+                           "--threads", "1", "--dtypes", "float32", "--workloads", "table",
+                           "--d-models", "8", "--max-time", "0.01", "--plugin", str(plugin),
+                           "--only", "adv-*", *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    text = done.stdout + done.stderr + f"\n({time.monotonic() - started:.0f} s)"
+    csv = next(out.glob("*/bench.csv"), None)
+    rows = pd.read_csv(csv, keep_default_na=False) if csv else pd.DataFrame()
+    return done.returncode, text, rows
+
+
+def test_bench_workers_leave_no_process_and_no_thread_holds_them(tmp_path):
+    """Each call starts sleepers (one setsid, one orphaned) and a non-daemon thread: the sweep
+    ends in far less than the workers' 120 s idle limit, and nothing survives it."""
+    marker = f"{300 + os.getpid() % 97}.{time.time_ns() % 10**9:09d}"
+    plugin = write(tmp_path, "bench_spawns", textwrap.dedent(f'''
+        import subprocess, threading, time
+        from harness import reference
+        @register(name="adv-spawns", backend="numpy", supports=ONE)
+        def build(spec):
+            threading.Thread(target=time.sleep, args=(600,), daemon=False).start()
+            table = reference(spec).astype(spec.dtype)
+            def call():
+                if not getattr(call, "started", False):
+                    call.started = True
+                    subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
+                    subprocess.Popen(["sh", "-c", "(setsid sleep {marker} &)"])
+                return table.copy()
+            return call
+        '''))
+    started = time.monotonic()
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "8")
+    assert code == 0, text
+    assert time.monotonic() - started < 100, text
+    assert left_behind(marker) == []
+
+
+def test_a_hanging_implementation_costs_one_timeout_per_sweep(tmp_path):
+    plugin = write(tmp_path, "bench_hang", textwrap.dedent('''
+        import time
+        @register(name="adv-hang", backend="numpy", supports=ONE)
+        def build(spec):
+            def call():
+                time.sleep(600)
+            return call
+        '''))
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "8,16,32", "--timeout-s", "3")
+    assert code == 0, text
+    mine = rows[rows["impl"] == "adv-hang"]
+    assert list(mine["status"]) == ["timeout"] * 3
+    assert sum(mine["reason"].str.startswith("not run: an earlier cell")) == 2

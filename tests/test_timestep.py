@@ -192,3 +192,10 @@ def test_check_fails_a_wrong_convention(toy, spec):
     for name in ("swapped", "shift", "t16"):
         verdict = check(toy.get(name), spec)
         assert verdict.status == "fail" and "tolerance" in verdict.reason, name
+
+
+@pytest.mark.parametrize("make", [TimestepSpec.uniform, TimestepSpec.random])
+def test_too_many_timesteps_are_refused_before_they_are_built(make):
+    """10**10 timesteps would take hundreds of GB as a tuple before __post_init__ saw them."""
+    with pytest.raises(ValueError, match=r"a 10000000000 x 8 float64 embedding needs"):
+        make(10**10, 8)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -30,9 +29,9 @@ from harness.bench.cells import Cell, Outcome, row
 from harness.bench.settings import Limits, Timing, WorkerConfig
 from harness.bench.threads import thread_env
 from harness.bench.worker import CONFIG_ENV
-from harness.core.isolate import describe_exit
+from harness.core.isolate import describe_exit, kill
 from harness.runs import journal
-from harness.util import io, lifeline
+from harness.util import io, lifeline, reaper
 
 __all__ = ["Group", "Supervisor", "describe_exit", "unique_path"]
 
@@ -73,6 +72,7 @@ class Supervisor:
         self.keep_fds = tuple(keep_fds)       # the run's lock: workers hold it while they live
         self.plugins = tuple(plugins)
         self.timing, self.limits, self.on_row = timing, limits, on_row
+        self.hung: set[str] = set()           # implementations that timed out once
         self.journal = self.run_dir / journal.FILENAME
         self.reader = journal.JournalReader(self.journal)
         self.reader.poll()            # rows from before (--resume) are not news
@@ -85,6 +85,12 @@ class Supervisor:
         """Every cell of `group` ends with a row, whatever happens to the workers."""
         pending = list(group.cells)
         while pending:
+            hung = [c for c in pending if c.impl in self.hung]   # one timeout per implementation
+            if hung:
+                self.settle(hung, Outcome("timeout", "not run: an earlier cell of this "
+                                                     "implementation timed out"))
+                pending = [c for c in pending if c.impl not in self.hung]
+                continue
             done = self._attempt(group, pending)
             if not done:
                 log = self.run_dir / "logs" / f"{group.name}.log"
@@ -114,12 +120,13 @@ class Supervisor:
                               str(self.run_dir), str(work / f"{stem}.heartbeat"),
                               self.timing, self.limits)
         argv, env = self._command(group, config.save(work / f"{stem}.json"))
+        tag = reaper.new_tag()
         with open(self.run_dir / "logs" / f"{group.name}.log", "a") as log, \
                 lifeline.Lifeline() as line:
             log.write(f"\n$ {' '.join(argv)}\n")
             log.flush()
             try:
-                proc = subprocess.Popen(argv, env={**env, **line.env}, stdout=log,
+                proc = subprocess.Popen(argv, env={**env, **line.env, **tag}, stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True,
                                         pass_fds=(*line.fds, *self.keep_fds))
             finally:
@@ -127,7 +134,7 @@ class Supervisor:
             try:
                 return self._watch(proc, Path(config.heartbeat), {c.key: c for c in pending})
             finally:
-                _kill(proc)
+                kill(proc, tag)      # and whatever its implementations started
 
     def _command(self, group: Group, config: Path) -> tuple[list[str], dict[str, str]]:
         """pytest on the static suite with its own empty config, no conftest and only the plugins
@@ -161,12 +168,13 @@ class Supervisor:
                 break
             now = time.time()
             if running is None and now - idle_since > max(IDLE_S, self.limits.timeout_s):
-                _kill(proc)          # stuck starting up, between cells or on its way out
+                kill(proc)           # stuck starting up, between cells or on its way out
                 break
             if running is not None:
                 idle_since = now
                 if now - beat["time"] > self.limits.timeout_s:
-                    _kill(proc)
+                    kill(proc)
+                    self.hung.add(cells[running].impl)
                     self.record(cells[running], Outcome(
                         "timeout", f"no result within --timeout-s {self.limits.timeout_s:g}; "
                                    "worker killed"))
@@ -179,16 +187,6 @@ class Supervisor:
         for new in self.reader.poll():
             done.add(new["key"])
             self.on_row(new)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    """Kill the worker's whole process group (it is its own session), if still running."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:   # it exited just now
-            pass
-        proc.wait()
 
 
 def _read_heartbeat(path: Path) -> Optional[dict[str, Any]]:

@@ -24,6 +24,9 @@ import numpy as np
 SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
                       "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
 MAX_HEADER = 100 << 20
+#: Tensors one file may list: the largest models' shards list a few thousand; a header listing
+#: hundreds of thousands would take identify an hour to search.
+MAX_TENSORS = 50_000
 REFUSED_PICKLE = ("refused: unpickling it would run code (it holds objects other than tensors, "
                   "so torch.load(weights_only=True) will not load it; nothing was executed)")
 
@@ -44,6 +47,9 @@ def safetensors_arrays(path: Path) -> dict[str, tuple[np.ndarray, Optional[str]]
             raise ValueError(f"header is not JSON ({exc})") from None
     if not isinstance(header, dict):
         raise ValueError("header is not a JSON object")
+    if len(header) > MAX_TENSORS + 1:        # + its __metadata__
+        raise ValueError(f"header lists {len(header) - 1:,} tensors, more than the {MAX_TENSORS:,} "
+                         "a checkpoint file is read with (each would be searched)")
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + length) if size > 8 + length \
         else np.zeros(0, np.uint8)
     arrays = {}

@@ -34,7 +34,7 @@ from harness.core import selection
 from harness.core.kinds.table.spec import LAYOUTS, Spec
 from harness.core.kinds.table.tolerance import tolerance
 from harness.util import arguments, io, tables
-from harness.util.deadline import call_with_deadline
+from harness.util.deadline import CallTimeout, call_with_deadline
 from harness.verbs import family_conventions
 
 PROBE_LENGTH = 64
@@ -110,9 +110,17 @@ def run_cell(impl: Implementation, probe: Probe,
 
 def impl_cells(impl: Implementation, grid: Sequence[Probe],
                timeout_s: float) -> Iterator[tuple[MatrixCell, Optional[np.ndarray]]]:
-    """One implementation at every probe (the task harness.core.isolate runs in a child process)."""
+    """One implementation at every probe (the task harness.core.isolate runs in a child process);
+    after a first timeout the rest are not run (one hang costs one timeout)."""
+    hung = False
     for probe in grid:
-        yield run_cell(impl, probe, timeout_s)
+        if hung:
+            yield MatrixCell(impl.name, probe.label, "error",
+                             reason="not run: an earlier probe timed out"), None
+            continue
+        cell = run_cell(impl, probe, timeout_s)
+        hung = cell[0].reason.startswith(CallTimeout.__name__)
+        yield cell
 
 
 def lost_cells(grid: Sequence[Probe], impl: Implementation, rows: list,

@@ -56,9 +56,17 @@ def probes(kind: kinds.Kind) -> list[FamilyProbe]:
 
 def impl_checks(impl: Implementation, grid: Sequence[FamilyProbe],
                 timeout_s: float) -> Iterator[Check]:
-    """One implementation on every probe of its kind (run in a child process)."""
+    """One implementation on every probe of its kind (run in a child process); after a first
+    timeout the rest are not run (one hang costs one timeout)."""
+    hung = False
     for probe in grid:
-        yield check(impl, probe.spec, timeout_s)
+        if hung:
+            yield Check(impl.name, impl.backend, impl.device, impl.workload, probe.spec, "error",
+                        "not run: an earlier probe timed out")
+            continue
+        result = check(impl, probe.spec, timeout_s)
+        hung = result.reason.startswith("timeout")
+        yield result
 
 
 def lost_checks(grid: Sequence[FamilyProbe], impl: Implementation, rows: list,

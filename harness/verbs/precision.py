@@ -34,7 +34,7 @@ from harness.core import selection
 from harness.core.kinds.table.spec import Spec
 from harness.core.kinds.table.tolerance import eps
 from harness.util import arguments, io, tables
-from harness.util.deadline import call_with_deadline
+from harness.util.deadline import CallTimeout, call_with_deadline
 from harness.verbs import precision_family
 from harness.verbs.precision_methods import METHODS, array_ops
 
@@ -101,14 +101,20 @@ def impl_items(impl: Implementation, starts: Sequence[int]) -> list[Spec]:
 
 
 def impl_points(impl: Implementation, starts: Sequence[int], timeout_s: float) -> Iterator[Point]:
-    """One implementation on its windows (the task harness.core.isolate runs in a child process)."""
+    """One implementation on its windows (the task harness.core.isolate runs in a child process);
+    after a first timeout the rest are not run (one hang costs one timeout)."""
+    hung = False
     for spec in impl_items(impl, starts):
+        err = math.nan
         try:
-            table = call_with_deadline(lambda: impl.build(spec), timeout_s)
-            out = call_with_deadline(table, timeout_s)
-            err = _error(to_numpy(out).astype(np.float64), reference(spec))
+            if not hung:
+                table = call_with_deadline(lambda: impl.build(spec), timeout_s)
+                out = call_with_deadline(table, timeout_s)
+                err = _error(to_numpy(out).astype(np.float64), reference(spec))
+        except CallTimeout:
+            hung = True
         except Exception:          # a study, not a verdict: verify reports failures
-            err = math.nan
+            pass
         yield Point(impl.name, impl.backend, "registered", spec.dtype, spec.offset, err)
 
 

@@ -62,6 +62,19 @@ def implied_rotary(config: dict[str, Any]) -> tuple[tuple[str, RotarySpec], ...]
     return (("", RotarySpec.from_hf_config(source)),)
 
 
+def default_rotary(config: dict[str, Any]) -> tuple[tuple[str, RotarySpec], ...]:
+    """The cache transformers builds for a config that names no rope setting but stores an
+    inv_freq (a Llama config without rope_theta): its defaults, rope_theta 10000 included."""
+    for candidate in (config, config.get("text_config")):
+        if isinstance(candidate, dict) and (candidate.get("head_dim") or candidate.get("hidden_size")):
+            try:
+                return (("no rope settings: transformers' defaults",
+                         RotarySpec.from_hf_config(candidate)),)
+            except ValueError:
+                continue
+    return ()
+
+
 def _rope_config(config: dict[str, Any]) -> Optional[dict[str, Any]]:
     """The config, or its text_config (a multimodal model), that holds the rope settings."""
     for candidate in (config, config.get("text_config")):
@@ -75,6 +88,7 @@ def expected(name: str, config: dict[str, Any],
              rotary: tuple[tuple[str, RotarySpec], ...]) -> Expected:
     """What the tensor `name` should hold, by the config."""
     if INV_FREQ.search(name):
+        rotary = rotary or default_rotary(config)
         if not rotary:
             return Expected("unknown", "no rope settings in the config")
         return Expected("rotary", "; ".join(describe(s, label) for label, s in rotary), rotary)
@@ -130,13 +144,20 @@ def _xlm_concat(parts: list[str], config: dict[str, Any]) -> Spec:
 
 def _mae(parts: list[str], config: dict[str, Any]) -> GridSpec:
     """initialize_weights: MAE's 2-D sincos grid of (image / patch)^2 cells after a cls row."""
-    side = [_pair(config["image_size"])[a] // _pair(config["patch_size"])[a] for a in (0, 1)]
+    side = [_pair(config["image_size"], "image_size")[a] // _pair(config["patch_size"])[a]
+            for a in (0, 1)]
     width = config["decoder_hidden_size"] if "decoder" in parts else config["hidden_size"]
     return GridSpec(tuple(side), width, **GRID_CONVENTIONS["mae"])
 
 
-def _pair(value: Any) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else (value[0], value[1])
+def _pair(value: Any, name: str = "patch_size") -> tuple[int, int]:
+    """An int or a pair of positive ints (image_size, patch_size), or a ValueError naming it."""
+    pair = (value, value) if isinstance(value, int) else value
+    if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in pair)):
+        raise ValueError(f"config field {name} must be a whole number >= 1 or a pair of them, "
+                         f"got {value!r}")
+    return (pair[0], pair[1])
 
 
 RULES: dict[str, Callable[[list[str], dict[str, Any]], Any]] = {
@@ -153,7 +174,8 @@ def learned(parts: list[str], config: dict[str, Any]) -> Expected:
             return Expected("learned", f"learned (config: {key} {config[key]})", rows=config[key])
     size, patch = config.get("image_size"), config.get("patch_size")
     if size and patch:
-        cells = (_pair(size)[0] // _pair(patch)[0]) * (_pair(size)[1] // _pair(patch)[1])
+        (rows, cols), (down, across) = _pair(size, "image_size"), _pair(patch)
+        cells = (rows // down) * (cols // across)
         return Expected("learned", f"learned (config: {cells} patches)", rows=cells)
     return Expected("learned", "learned (config gives no length)")
 

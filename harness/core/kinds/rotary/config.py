@@ -12,6 +12,7 @@ Phi-3's legacy "su" and "yarn" are longrope.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Optional
 
 from harness.core.kinds.rotary.rope_types import REQUIRES, ROPE_TYPES, USES
@@ -49,23 +50,41 @@ def _rope_parameters(data: dict[str, Any]) -> dict[str, Any]:
     return dict(params)
 
 
+def _count(name: str, value: Any) -> int:
+    """A config's positive whole number, or a ValueError naming the field."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"config field {name} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _number(name: str, value: Any, low: float = 0.0, high: float = math.inf) -> float:
+    """A config's finite number in (low, high], or a ValueError naming the field."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high \
+            or not math.isfinite(value):
+        within = f"in ({low:g}, {high:g}]" if math.isfinite(high) else f"> {low:g}, finite"
+        raise ValueError(f"config field {name} must be a number {within}, got {value!r}")
+    return float(value)
+
+
 def _head_dim(data: dict[str, Any]) -> int:
     if data.get("head_dim"):
-        return data["head_dim"]
+        return _count("head_dim", data["head_dim"])
     hidden, heads = data.get("hidden_size"), data.get("num_attention_heads")
     if not hidden or not heads:
         raise ValueError("config must give head_dim, or hidden_size and num_attention_heads")
-    return hidden // heads
+    return _count("hidden_size", hidden) // _count("num_attention_heads", heads)
 
 
 def _rotary_dim(data: dict[str, Any], params: dict[str, Any], head_dim: int) -> Optional[int]:
     if data.get("model_type") == "gptj":
         dim = data.get("rotary_dim", 64)        # GPTJConfig's default; None rotates the whole head
-        return None if dim is None or dim >= head_dim else dim
-    fraction = params.get("partial_rotary_factor", data.get("partial_rotary_factor"))
+        return None if dim is None or _count("rotary_dim", dim) >= head_dim else dim
+    name = "partial_rotary_factor"
+    fraction = params.get(name, data.get(name))
     if fraction is None:
-        fraction = data.get("rotary_pct", 0.25 if data.get("model_type") == "gpt_neox" else None)
-    if fraction is None or fraction == 1.0:
+        name = "rotary_pct"
+        fraction = data.get(name, 0.25 if data.get("model_type") == "gpt_neox" else None)
+    if fraction is None or _number(name, fraction, 0.0, 1.0) == 1.0:
         return None
     dim = int(head_dim * fraction)   # transformers truncates the same way
     if dim < 2 or dim % 2:
@@ -77,9 +96,10 @@ def _rotary_dim(data: dict[str, Any], params: dict[str, Any], head_dim: int) -> 
 def _base(data: dict[str, Any], params: dict[str, Any]) -> float:
     if data.get("model_type") == "gptj":
         return 10000.0   # hard-coded in modeling_gptj.create_sinusoidal_positions
-    for value in (params.get("rope_theta"), data.get("rope_theta"), data.get("rotary_emb_base")):
+    for name, value in (("rope_theta", params.get("rope_theta")), ("rope_theta", data.get("rope_theta")),
+                        ("rotary_emb_base", data.get("rotary_emb_base"))):
         if value is not None:
-            return float(value)
+            return _number(name, value)
     return 10000.0
 
 
@@ -118,6 +138,8 @@ def hf_config_fields(config: Any, length: Optional[int] = None, dtype: str = "fl
     data = _as_dict(config)
     params = _rope_parameters(data)
     rope_type = params.get("rope_type", params.get("type", "default"))
+    if not isinstance(rope_type, str):
+        raise ValueError(f"config field rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
     rope_type = _RENAMED.get(data.get("model_type"), {}).get(rope_type, rope_type)
     if rope_type not in ROPE_TYPES:
         raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
@@ -126,6 +148,7 @@ def hf_config_fields(config: Any, length: Optional[int] = None, dtype: str = "fl
         length = data.get("max_position_embeddings")
         if length is None:
             raise ValueError("length is required: the config has no max_position_embeddings")
+        length = _count("max_position_embeddings", length)
     layout = "interleaved" if data.get("model_type") == "gptj" else "half"
     return dict(length=length, head_dim=head_dim, rotary_dim=_rotary_dim(data, params, head_dim),
                 base=_base(data, params), layout=layout, dtype=dtype, rope_type=rope_type,

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 from harness.core.kinds.fields import (DTYPE, FLAG, MAX_ANGLE, Rule, check_fields, integer, is_finite,
                                        number)
 from harness.core.record import SpecRecord
+from harness.util import memory
 
 #: What each field may hold, checked in this order (harness.core.kinds.fields); freq_shift's
 #: bound depends on dim and is checked after.
@@ -81,6 +82,7 @@ class TimestepSpec(SpecRecord):
         t_max == count, fractional ones otherwise."""
         COUNT.check("count", count)
         t_max = T_MAX.check("t_max", t_max)
+        _check_fits(count, dim)
         return cls(tuple(i * t_max / count for i in range(count)), dim, **fields)
 
     @classmethod
@@ -89,6 +91,7 @@ class TimestepSpec(SpecRecord):
         """`count` seeded random fractional timesteps in [0, t_max) (continuous-time samplers)."""
         COUNT.check("count", count)
         t_max = T_MAX.check("t_max", t_max)
+        _check_fits(count, dim)
         rng = random.Random(seed)
         return cls(tuple(rng.uniform(0.0, t_max) for _ in range(count)), dim, **fields)
 
@@ -132,3 +135,16 @@ class TimestepSpec(SpecRecord):
 
 
 TIMESTEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TimestepSpec))
+
+
+#: Bytes one timestep costs while a spec is built: a Python float in the tuple and its slot.
+TIMESTEP_BYTES = 32
+
+
+def _check_fits(count: int, dim: Any) -> None:
+    """Refuse `count` timesteps of width `dim` before building their tuple: the check in
+    __post_init__ comes only after the tuple exists."""
+    width = RULES["dim"].check("dim", dim)
+    nbytes = count * (width * 8 + TIMESTEP_BYTES)
+    if nbytes > memory.CHECK_ABOVE:
+        memory.check_fits(nbytes, f"a {count} x {width} float64 embedding")
