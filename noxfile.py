@@ -128,7 +128,7 @@ TRITON_SITE = ROOT / ".nox" / "triton-site"
 TRITON_PACKAGES = ("triton",)
 #: Every Triton kernel of the project (docs/gpu.md).
 TRITON_IMPLS = ("triton-*",)
-TRITON_TESTS = ("tests/test_triton_rotary.py",)
+TRITON_TESTS = ("tests/test_triton_rotary.py", "tests/test_tune_triton_rotary.py")
 
 
 def triton_python(session: nox.Session) -> str:

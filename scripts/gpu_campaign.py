@@ -99,6 +99,9 @@ def show_plan(root: Path = ROOT) -> int:
         mark = "done" if step.name in state.done else (
             "started" if step.name in state.started else "to run")
         print(f"{step.name:16} {mark:8} ~{step.estimate_s:>4} s  {step.why}")
+    left = sum(s.estimate_s for s in pending)
+    print(f"~{left / 60:.0f} min of commands left; a session lends ~30 min of device time, each "
+          "call's start (1-2 min) included")
     total = moved_bytes(root)
     problem = plan.carry_problem(total)
     print(f"a call moves {total / 2**20:.1f} MiB of {plan.CARRY_LIMIT / 2**20:.0f}"

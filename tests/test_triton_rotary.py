@@ -118,7 +118,7 @@ def test_apply_within_tolerance(name, batch, heads, min_programs):
     q, k, positions = apply_inputs(spec, batch, heads)   # positions shuffled
     qx, kx = (torch.from_numpy(x).to(DEVICE, dtype) for x in (q, k))
     oq, ok = torch.full_like(qx, float("nan")), torch.full_like(kx, float("nan"))
-    extra = {} if min_programs is None else {"min_programs": min_programs}
+    extra = {} if min_programs is None else {"tiles": triton_rotary.ApplyTiles(min_programs=min_programs)}
     launch = triton_rotary.apply_launcher(spec, qx, kx, torch.from_numpy(positions).to(DEVICE),
                                           *_constants(spec), **extra)
     launch(qx, kx, oq, ok)
@@ -165,7 +165,7 @@ def test_apply_forms(name, seq_first, q_heads, k_heads, per_sequence, in_place, 
     qx, kx = (torch.from_numpy(x.copy()).to(DEVICE, dtype) for x in handed)   # in place: a copy
     oq, ok = (qx, kx) if in_place else (torch.full_like(qx, float("nan")),
                                         torch.full_like(kx, float("nan")))
-    extra = {} if min_programs is None else {"min_programs": min_programs}
+    extra = {} if min_programs is None else {"tiles": triton_rotary.ApplyTiles(min_programs=min_programs)}
     triton_rotary.apply_launcher(spec, qx, kx, torch.from_numpy(ids).to(DEVICE), *_constants(spec),
                                  seq_first=seq_first, in_place=in_place, **extra)(qx, kx, oq, ok)
     cache, cache_tol = cache_reference(spec), cache_tolerance(spec)

@@ -21,6 +21,7 @@ rule at setup and the grid and arguments are fixed before the timed call. `cache
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
@@ -82,20 +83,33 @@ def _strides(x, seq_first: bool) -> tuple[int, int, int]:
     return (x.stride(0), x.stride(2), x.stride(1)) if seq_first else tuple(x.stride()[:3])
 
 
+@dataclass(frozen=True)
+class ApplyTiles:
+    """How an apply launch is cut: `tile` elements of (positions x frequencies) per program,
+    up to `max_rows` heads per program while at least `min_programs` programs remain, and
+    `num_warps` per program. The defaults are the rule; scripts/tune_triton_rotary.py times
+    others on a GPU (and a test lowers min_programs to reach the loop over heads)."""
+
+    tile: int = TILE
+    max_rows: int = MAX_ROWS
+    min_programs: int = MIN_PROGRAMS
+    num_warps: int = 4
+
+
 def apply_launcher(spec: RotarySpec, q, k, positions, inv_freq, scale, seq_first: bool = False,
-                   in_place: bool = False, min_programs: int = MIN_PROGRAMS):
+                   in_place: bool = False, tiles: ApplyTiles = ApplyTiles()):
     """launch(q, k, oq, ok): q and k (`[batch, heads, seq, head_dim]`, or `[batch, seq, heads,
     head_dim]` when seq_first; k may have fewer heads) rotated into oq and ok of the same
     strides (oq is q itself in place: the tail past rot is then left as it is) at int64 position
-    ids `[seq]` or `[batch, seq]`. A program takes a block of positions of one sequence and up to
-    MAX_ROWS heads while at least `min_programs` remain (a test lowers it to reach the loop)."""
+    ids `[seq]` or `[batch, seq]`. A program takes a block of positions of one sequence and some
+    of the heads (`tiles`)."""
     _, apply_kernel = kernels()
     batch, seq = q.shape[0], q.shape[1 if seq_first else 2]
     q_heads, k_heads = q.shape[2 if seq_first else 1], k.shape[2 if seq_first else 1]
     block_f = _pow2(spec.n_freq)
-    block_s = min(_pow2(seq), max(1, TILE // block_f))
+    block_s = min(_pow2(seq), max(1, tiles.tile // block_f))
     blocks, heads = -(-seq // block_s), q_heads + k_heads
-    rows = max(1, min(MAX_ROWS, heads, (blocks * batch * heads) // min_programs))
+    rows = max(1, min(tiles.max_rows, heads, (blocks * batch * heads) // tiles.min_programs))
     grid = (blocks, batch, -(-heads // rows))
     tail = spec.head_dim - spec.rot
     flags = dict(INTERLEAVED=spec.layout == "interleaved", WIDE=spec.dtype == "float64",
@@ -106,7 +120,8 @@ def apply_launcher(spec: RotarySpec, q, k, positions, inv_freq, scale, seq_first
              *_strides(q, seq_first), *_strides(k, seq_first), pos_batch)
 
     def launch(q, k, oq, ok):
-        apply_kernel[grid](q, k, oq, ok, positions, inv_freq, scale, *sizes, **flags)
+        apply_kernel[grid](q, k, oq, ok, positions, inv_freq, scale, *sizes, **flags,
+                           num_warps=tiles.num_warps)
 
     return launch
 
