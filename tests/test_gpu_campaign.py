@@ -102,7 +102,8 @@ class FakeDevice:
         self.clock[0] += self.seconds
         if "bench" in argv:
             out = Path(argv[argv.index("--out") + 1])
-            _journal(out / "20260101-000000-abc" / "cells.jsonl", self.rows or [{"key": "x", "status": "ok"}])
+            rows = self.rows or [{"key": "x", "status": "ok"}]
+            _journal(out / "20260101-000000-abc" / "cells.jsonl", rows)
         return 0
 
 

@@ -118,9 +118,9 @@ def test_apply_within_tolerance(name, batch, heads, min_programs):
     q, k, positions = apply_inputs(spec, batch, heads)   # positions shuffled
     qx, kx = (torch.from_numpy(x).to(DEVICE, dtype) for x in (q, k))
     oq, ok = torch.full_like(qx, float("nan")), torch.full_like(kx, float("nan"))
-    extra = {} if min_programs is None else {"tiles": triton_rotary.ApplyTiles(min_programs=min_programs)}
+    tiles = triton_rotary.ApplyTiles(min_programs=min_programs or triton_rotary.MIN_PROGRAMS)
     launch = triton_rotary.apply_launcher(spec, qx, kx, torch.from_numpy(positions).to(DEVICE),
-                                          *_constants(spec), **extra)
+                                          *_constants(spec), tiles=tiles)
     launch(qx, kx, oq, ok)
     got = np.stack([_float64(oq), _float64(ok)])
     cache, cache_tol = cache_reference(spec), cache_tolerance(spec)
@@ -132,10 +132,13 @@ def test_apply_within_tolerance(name, batch, heads, min_programs):
 
 #: The forms kernels take: (spec, sequence first, q heads, k heads, ids per sequence, in place,
 #: min_programs); k with one head and with fewer heads than a group, groups mixing q and k heads.
-FORM_CASES = [("half-f32", True, 4, 1, False, False, None), ("half-partial-f16", True, 6, 2, True, False, 1),
+FORM_CASES = [("half-f32", True, 4, 1, False, False, None),
+              ("half-partial-f16", True, 6, 2, True, False, 1),
               ("interleaved-partial", False, 3, 1, True, True, 1),
-              ("interleaved-partial", True, 3, 1, False, True, 1), ("half-partial-f16", True, 4, 2, False, True, 2),
-              ("llama3-bf16", True, 8, 2, True, True, None), ("far-f32", False, 2, 2, True, False, 1)]
+              ("interleaved-partial", True, 3, 1, False, True, 1),
+              ("half-partial-f16", True, 4, 2, False, True, 2),
+              ("llama3-bf16", True, 8, 2, True, True, None),
+              ("far-f32", False, 2, 2, True, False, 1)]
 
 
 def _ids(spec: RotarySpec, batch: int, per_sequence: bool) -> np.ndarray:
@@ -165,9 +168,9 @@ def test_apply_forms(name, seq_first, q_heads, k_heads, per_sequence, in_place, 
     qx, kx = (torch.from_numpy(x.copy()).to(DEVICE, dtype) for x in handed)   # in place: a copy
     oq, ok = (qx, kx) if in_place else (torch.full_like(qx, float("nan")),
                                         torch.full_like(kx, float("nan")))
-    extra = {} if min_programs is None else {"tiles": triton_rotary.ApplyTiles(min_programs=min_programs)}
+    tiles = triton_rotary.ApplyTiles(min_programs=min_programs or triton_rotary.MIN_PROGRAMS)
     triton_rotary.apply_launcher(spec, qx, kx, torch.from_numpy(ids).to(DEVICE), *_constants(spec),
-                                 seq_first=seq_first, in_place=in_place, **extra)(qx, kx, oq, ok)
+                                 seq_first=seq_first, in_place=in_place, tiles=tiles)(qx, kx, oq, ok)
     cache, cache_tol = cache_reference(spec), cache_tolerance(spec)
     for x, out in ((q, oq), (k, ok)):
         got = _float64(out)

@@ -116,7 +116,8 @@ def roof_table(rows: pd.DataFrame, length: int, d_model: int, dtype: str,
         for mode in MODES:
             if mode in times.columns:
                 row[mode] = units.seconds(times.loc[impl].get(mode))
-                row[f"x roof ({mode})"] = fmt.ratio(ratios.loc[impl].get(mode)) if mode in ratios else "-"
+                ratio = ratios.loc[impl].get(mode) if mode in ratios else None
+                row[f"x roof ({mode})"] = fmt.ratio(ratio) if ratio is not None else "-"
         graph = ratios.loc[impl].get("graph") if "graph" in ratios else float("nan")
         row["% of roof BW"] = f"{100 / graph:.0f}%" if pd.notna(graph) and graph > 0 else "-"
         if {"sync", "graph"} <= set(times.columns):
