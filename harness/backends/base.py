@@ -44,6 +44,10 @@ class Backend:
     #: block until a result returned before it was computed (asynchronous dispatch) is ready:
     #: bench times a call up to this, on every device
     wait: Optional[Callable[[Any], Any]] = None
+    #: compiles on first use, with caches shared by all its implementations (Numba, XLA,
+    #: Triton, NVRTC): bench gives each implementation x dtype a worker process of its own,
+    #: so that its first call is cold
+    jit: bool = False
 
     def missing(self) -> Optional[str]:
         """None when its modules import here, else which one is missing (without importing)."""

@@ -67,4 +67,5 @@ BACKEND = Backend(
     distributions={"cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")},
     array_modules=("cupy", "cupy_backends"), to_numpy=lambda x: x.get(), poison=poison,
     peak={"cuda": pool_peak}, cuda=cuda, capture=capture,
+    jit=True,
 )

@@ -66,4 +66,5 @@ BACKEND = Backend(
     distributions={"jax": ("jax",), "jaxlib": ("jaxlib",)},
     array_modules=("jax", "jaxlib"), to_numpy=np.asarray, pin_threads=pin_threads, wait=wait,
     peak={"cpu": resident_peak, "cuda": cuda_driver.free_memory_peak}, cuda=cuda,
+    jit=True,
 )

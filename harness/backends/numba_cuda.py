@@ -35,4 +35,5 @@ BACKEND = Backend(
     distributions={"numba-cuda": ("numba-cuda",)},
     array_modules=("numba.cuda", "numba_cuda"), to_numpy=lambda x: x.copy_to_host(),
     poison=poison, peak={"cuda": cuda_driver.free_memory_peak}, cuda=cuda,
+    jit=True,
 )

@@ -8,4 +8,5 @@ BACKEND = Backend(
     name="triton", modules=("triton", "torch"), distributions={"triton": ("triton",)},
     peak={"cuda": torch_backend.cuda_peak}, cuda=torch_backend.cuda,
     capture=torch_backend.capture,
+    jit=True,
 )

@@ -125,6 +125,10 @@ class Outcome:
     rounds: int = 0
     build_s: float = math.nan
     first_call_s: float = math.nan
+    #: "cold": the first call of this implementation and dtype in its worker process (for a
+    #: backend that compiles, `Backend.jit`, the process ran nothing before it); "warm": an
+    #: earlier cell of the process called it already; "" when there was no first call
+    first_call: str = ""
     peak_bytes: float = math.nan
     peak_method: str = ""
     thread_settings: str = ""

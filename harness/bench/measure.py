@@ -2,7 +2,8 @@
 
 Order matters. The factory's setup (imports, JIT, tracing, device transfer) is
 never timed; what it left reachable from the callable is measured before any
-call (a table builder keeping a table's worth is a lookup: harness.bench.validity).
+call (a table builder keeping a table's worth is a lookup: harness.bench.validity,
+confirmed by a longer build only after the first call, which it could warm).
 The first call (compilation on first use, caches) is timed once on its own as
 `first_call_s` - perf_counter around a single call, not a benchmark timer - and
 its result checked (shape, dtype, finite), then poisoned and held while one
@@ -52,7 +53,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         fn = impl.build(spec, *args)
         done["build_s"] = time.perf_counter() - start
         stage = "setup check"
-        done["retains_bytes"], lookup = validity.setup_retention(impl, cell, fn)
+        done["retains_bytes"] = validity.retained_bytes(fn)      # before any call
         call = modes.synced(fn, cell.device, cell.backend)
         samples.append(meter())
         stage = "first call"
@@ -71,7 +72,8 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
             problem = validity.stale_problem(first, second, poisoned, cell)
             del second
         del first
-        problem = problem or lookup
+        stage = "setup check"     # after the first call: its confirming build may warm caches
+        problem = problem or validity.lookup_reason(impl, cell, done["retains_bytes"])
         if problem:
             return _outcome("invalid", problem, samples, meter, done)
         stage = "peak-memory call"

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 import pandas as pd
 
+from harness import backends
 from harness.bench import env, validity
 from harness.bench.budget import BUDGET_PREFIX
 from harness.bench.cells import Cell, Outcome, row
@@ -45,11 +46,18 @@ class RunDir:
 
 
 def groups(cells: Iterable[Cell]) -> list[Group]:
-    """(threads, backend) groups; within one, each implementation's cells smallest first."""
+    """(threads, backend) groups, and for a backend that compiles on first use (its adapter's
+    `jit`) one per implementation x dtype, so that its first call is cold; within one, each
+    implementation's cells smallest first."""
     by_group = sorted(cells, key=lambda c: (c.threads, c.backend, c.impl, c.workload, c.device,
                                             c.dtype, c.elements, c.length))
-    return [Group(backend, threads, tuple(members))
-            for (threads, backend), members in groupby(by_group, key=lambda c: (c.threads, c.backend))]
+    return [Group(key[1], key[0], tuple(members)) for key, members in groupby(by_group, key=_worker)]
+
+
+def _worker(cell: Cell) -> tuple:
+    """Cells with the same value share a worker process."""
+    alone = (cell.impl, cell.dtype) if backends.get(cell.backend).jit else ()
+    return (cell.threads, cell.backend, *alone)
 
 
 def open_run(opts: SweepOptions, argv: Sequence[str], cores: int) -> RunDir:

@@ -106,22 +106,29 @@ def setup_retention(impl: Implementation, cell: Cell, fn: Any) -> tuple[int, Opt
     of rows do not, though at lengths up to a block they are table-sized too.
     """
     retained = retained_bytes(fn)
+    return retained, lookup_reason(impl, cell, retained)
+
+
+def lookup_reason(impl: Implementation, cell: Cell, retained: int) -> Optional[str]:
+    """Why `impl`, whose callable kept `retained` bytes after setup, is a lookup (None when it
+    is not). bench asks only after the first call is timed: the confirming build may compile
+    or fill caches that the first call would otherwise pay for."""
     if cell.work.inputs is not None or cell.is_roof or retained < cell.bytes_out:
-        return retained, None
+        return None
     longer = replace(cell, length=max(GROWTH_LENGTHS * cell.length, GROWTH_MIN_LENGTH))
     try:
         spec = longer.spec()
         if impl.supports(spec) is not None:
-            return retained, None
+            return None
         grown = retained_bytes(impl.build(spec))
     except Exception:   # cannot confirm: the benefit of the doubt
-        return retained, None
+        return None
     if grown - retained < GROWTH_SHARE * (longer.bytes_out - cell.bytes_out):
-        return retained, None
-    return retained, (f"setup retains {_size(retained)} of arrays reachable from the callable "
-                      f"({retained / cell.bytes_out:.3g}x the table it returns; "
-                      f"{_size(grown)} for a {longer.length}-row table): {LOOKUP} "
-                      "(register it as a forward/lookup workload)")
+        return None
+    return (f"setup retains {_size(retained)} of arrays reachable from the callable "
+            f"({retained / cell.bytes_out:.3g}x the table it returns; "
+            f"{_size(grown)} for a {longer.length}-row table): {LOOKUP} "
+            "(register it as a forward/lookup workload)")
 
 
 # -- what a callable keeps alive ------------------------------------------------------

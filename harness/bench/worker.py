@@ -11,8 +11,10 @@ budget, measures, and appends the row to the journal.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,8 @@ class Worker:
         implementations(config.plugins)       # built-ins and plugins into the registry
         self.journal = Path(config.run_dir) / journal.FILENAME
         self.history = journal.read_all(self.journal)
+        #: (implementation, dtype) called in this process so far: their next first call is warm
+        self.called: set[tuple[str, str]] = set()
 
     def run(self, cell: Cell, benchmark: Any) -> None:
         """Announce, maybe skip, measure and record one cell."""
@@ -56,10 +60,20 @@ class Worker:
             outcome = Outcome("error", error_reason("lookup", exc),
                               thread_settings=self.thread_settings)
         else:
-            outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing)
+            outcome = self._measure(impl, cell, benchmark)
         self._record(cell, outcome)
         if outcome.status in ("error", "invalid"):
             pytest.fail(f"{outcome.status}: {outcome.reason}", pytrace=False)
+
+    def _measure(self, impl: Implementation, cell: Cell, benchmark: Any) -> Outcome:
+        """Measure, and say whether the first call found this implementation's caches cold."""
+        warm = (cell.impl, cell.dtype) in self.called
+        outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing)
+        if not math.isnan(outcome.build_s):        # built: its first call ran, or tried to
+            self.called.add((cell.impl, cell.dtype))
+        if math.isnan(outcome.first_call_s):
+            return outcome
+        return replace(outcome, first_call="warm" if warm else "cold")
 
     @staticmethod
     def _implementation(cell: Cell) -> Implementation:

@@ -70,8 +70,9 @@ class Recommendation:
     runner_up: Optional[str] = None
     lead: float = math.nan
     excluded: tuple[str, ...] = ()
-    #: Geometric mean of its first calls over the same sizes: a one-off build costs this,
-    #: not `score_s` (JIT, page faults and nothing yet to recycle all land here).
+    #: Geometric mean of its cold first calls over the same sizes (bench's `first_call`; a
+    #: warm one found the caches of an earlier cell): a one-off build costs this, not
+    #: `score_s` (JIT, page faults and nothing yet to recycle all land here). NaN: none cold.
     first_call_s: float = math.nan
     #: "impl: N cell(s) (why)" for each implementation whose cells in this group were left
     #: out because the machine's load may have distorted them.
@@ -151,7 +152,15 @@ def _pick(group: pd.DataFrame, verify: Optional[pd.DataFrame],
                           first["device"], int(first["threads"]), winner, convention,
                           scores[winner], len(common), long_accuracy(verify, winner, dtype),
                           runner_up, lead, excluded,
-                          _geomean(group, winner, common, "first_call_s"), flagged)
+                          _geomean(_cold(group), winner, common, "first_call_s"), flagged)
+
+
+def _cold(group: pd.DataFrame) -> pd.DataFrame:
+    """The rows with their first call where it was cold (runs from before bench said which
+    keep every first call)."""
+    if "first_call" not in group.columns:
+        return group
+    return group.assign(first_call_s=group["first_call_s"].where(group["first_call"] == "cold"))
 
 
 def _geomean(group: pd.DataFrame, impl: str, cells: set, column: str = "median_s") -> float:

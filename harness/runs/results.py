@@ -8,6 +8,8 @@ math; harness.bench.roofs), and of those the slowest, named in `roof_bound`; `ro
 median_s / roof_s, so 1 means "as fast as the limit allows". `flags` says why
 a timing may be distorted by other processes (harness.bench.contention: load,
 or far slower at more threads than at one); a flagged roof is no yardstick.
+`first_call` says whether `first_call_s` found the implementation's caches
+`cold` (its first call in a fresh worker) or `warm` (harness.bench.cells.Outcome).
 `status` `invalid`: the cell's result or callable failed bench's checks
 (harness.bench.validity), and it was not timed.
 """
@@ -34,8 +36,9 @@ ROOF_KEYS = [*OUTPUT, "bytes_out"]
 COLUMNS = [
     "run_id", "machine", "impl", "backend", "device", "kind", "workload", "convention", "length",
     "d_model", "dtype", "threads", "batch", "heads", "mode", "median_s", "iqr_s", "min_s", "mean_s",
-    "stddev_s", "rounds", "build_s", "first_call_s", "peak_bytes", "peak_method", "bytes_out", "gbps",
-    "roof_s", "roof_ratio", "roof_bound", "status", "reason", "flags", "retains_bytes", "load_before",
+    "stddev_s", "rounds", "build_s", "first_call_s", "first_call", "peak_bytes", "peak_method",
+    "bytes_out", "gbps", "roof_s", "roof_ratio", "roof_bound", "status", "reason", "flags",
+    "retains_bytes", "load_before",
     "load_after", "others_busy", "cores", "thread_settings", "is_roof", "attempts", "key",
 ]
 #: Columns a journal written before them lacks (NaN there).
@@ -50,7 +53,7 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
         return pd.DataFrame(columns=COLUMNS)
     df = newest(pd.DataFrame(list(rows)))
     df["mode"] = df["mode"].fillna("") if "mode" in df else ""   # journals before modes had none
-    for column, before in (("kind", "table"), ("heads", 1)):       # nor before kinds
+    for column, before in (("kind", "table"), ("heads", 1), ("first_call", "")):  # nor before kinds
         df[column] = df[column].fillna(before) if column in df else before
     for column in LATER:
         if column not in df:
