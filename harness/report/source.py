@@ -27,7 +27,7 @@ JOURNAL = journal.FILENAME
 #: Columns a row cannot lack: without them a cell has no identity or no outcome.
 IDENTITY = ("impl", "workload", "length", "d_model", "dtype", "threads", "status")
 #: Columns `tidy` derives itself (a journal row never has them).
-DERIVED = ("run_id", "machine", "gbps", "roof_s", "roof_ratio")
+DERIVED = ("run_id", "machine", "gbps", "roof_s", "roof_ratio", "roof_bound")
 
 
 @dataclass(frozen=True)

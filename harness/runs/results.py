@@ -38,8 +38,8 @@ COLUMNS = [
     "d_model", "dtype", "threads", "batch", "heads", "mode", "median_s", "iqr_s", "min_s", "mean_s",
     "stddev_s", "rounds", "build_s", "first_call_s", "first_call", "peak_bytes", "peak_method",
     "bytes_out", "gbps", "roof_s", "roof_ratio", "roof_bound", "status", "reason", "flags",
-    "retains_bytes", "load_before",
-    "load_after", "others_busy", "cores", "thread_settings", "is_roof", "attempts", "key",
+    "retains_bytes", "load_before", "load_after", "others_busy", "cores", "thread_settings",
+    "is_roof", "attempts", "key",
 ]
 #: Columns a journal written before them lacks (NaN there).
 LATER = ("retains_bytes", "load_before", "load_after", "others_busy", "cores")
@@ -61,7 +61,9 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
     df["run_id"], df["machine"] = run_id, machine
     df["gbps"] = df["bytes_out"] / df["median_s"] / 1e9
     df["flags"] = flag_rules.flags(df)
-    df = df.merge(roofs(df), how="left", on=ROOF_KEYS)
+    yardsticks = roofs(df)      # rows that already carry them (a bench.csv read back) get new ones
+    df = df.drop(columns=["roof_s", "roof_bound"], errors="ignore")
+    df = df.merge(yardsticks, how="left", on=ROOF_KEYS)
     df["roof_ratio"] = df["median_s"] / df["roof_s"]
     return df[COLUMNS]
 
