@@ -37,10 +37,10 @@ def fake_gpu(monkeypatch):
     """A backend 'fakegpu' that sees a device and captures by wrapping; counted driver calls."""
     captured = []
 
-    def capture(fn):
-        captured.append(fn)
-        out = fn()
-        return lambda: out
+    def capture(fn, calls):
+        captured.append((fn, calls))
+        outs = [fn() for _ in range(calls)]
+        return lambda: outs[-1]
 
     backend = Backend(name="fakegpu", cuda=lambda: None, capture=capture,
                       peak={"cuda": lambda fn: (fn().nbytes, "fake")})
@@ -122,13 +122,30 @@ def test_flush_mode_writes_l2_before_every_round(fake_gpu):
     assert fake_gpu["flush"].calls == rounds
 
 
+def test_graph_mode_times_many_calls_per_replay_and_reports_one(fake_gpu):
+    """A replay of one small kernel is timed as the host's graph launch: several calls go into
+    one graph, and every time is divided by their count."""
+    impl = gpu_registry().get("gpu-table")
+    cell = Cell("gpu-table", "fakegpu", "cuda", "table", "paper", 64, 64, "float32", 1, mode="graph")
+    bench = FakeBenchmark()
+    outcome = measure(impl, cell, bench, "t")
+    ((_, calls),) = fake_gpu["captured"]
+    assert calls == modes.MAX_GRAPH_CALLS > 1       # a fast call: as many as allowed
+    assert bench.extra_info["calls_per_round"] == calls
+    assert outcome.median_s == pytest.approx(1e-5 / calls)
+    assert outcome.samples_s[0] == pytest.approx(1e-5 / calls)
+    assert modes.graph_calls(1e-6) == modes.MAX_GRAPH_CALLS
+    assert modes.graph_calls(1e-4) == round(modes.GRAPH_ROUND_S / 1e-4)
+    assert modes.graph_calls(1.0) == 1                # a long kernel: one call is plenty
+
+
 def test_graph_mode_replays_a_capture_and_a_failed_capture_is_a_skip(fake_gpu, monkeypatch):
     impl = gpu_registry().get("gpu-table")
     cell = Cell("gpu-table", "fakegpu", "cuda", "table", "paper", 64, 64, "float32", 1, mode="graph")
     assert measure(impl, cell, FakeBenchmark(), "t").status == "ok"
     assert len(fake_gpu["captured"]) == 1
 
-    def refuse(fn):
+    def refuse(fn, calls):
         raise RuntimeError("operation not permitted when stream is capturing")
 
     monkeypatch.setitem(backends.ADAPTERS, "fakegpu",

@@ -38,7 +38,7 @@ def test_graph_replay_returns_what_the_call_computes(name):
 
         x = cupy.arange(1024, dtype=cupy.float32)
         fn = lambda: cupy.sin(x) * 2    # noqa: E731
-    replay = backend.capture(fn)
+    replay = backend.capture(fn, 3)       # three calls in one graph: the last result
     out = replay()
     cuda_driver.synchronize()
     np.testing.assert_allclose(to_numpy(out), np.sin(np.arange(1024, dtype=np.float32)) * 2,

@@ -38,7 +38,8 @@ class Backend:
     threaded: bool = True                              # worth timing at more than one thread
     peak: Mapping[str, PeakMeter] = field(default_factory=dict)   # device -> meter
     cuda: Optional[Callable[[], Optional[str]]] = None # None when it sees a CUDA device, else why
-    capture: Optional[Callable[[Call], Call]] = None   # a CUDA-graph replay of the call
+    #: capture(call, n): one CUDA graph of n back-to-back calls, and a replay of it
+    capture: Optional[Callable[[Call, int], Call]] = None
     install: str = ""                                  # how to get it, for "not installed"
     prepare: Optional[Callable[[], None]] = None       # once per process, before its impls run
     #: block until a result returned before it was computed (asynchronous dispatch) is ready:

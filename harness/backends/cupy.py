@@ -37,8 +37,9 @@ def pool_peak(fn: Call) -> tuple[int, str]:
     return max(0, used), "cupy-pool-delta"
 
 
-def capture(fn: Call) -> Call:
-    """One call recorded as a CUDA graph on a stream of its own (CuPy's stream capture); the
+def capture(fn: Call, calls: int = 1) -> Call:
+    """`calls` back-to-back calls recorded as one CUDA graph on a stream of its own (CuPy's
+    stream capture); the
     warm-up calls first leave the pool holding blocks of the right sizes, so the captured call
     allocates without cudaMalloc (which a capture forbids)."""
     import cupy
@@ -50,7 +51,8 @@ def capture(fn: Call) -> Call:
         stream.synchronize()
         stream.begin_capture()
         try:
-            out = fn()
+            for _ in range(calls):
+                out = fn()
         finally:
             graph = stream.end_capture()
 

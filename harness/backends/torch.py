@@ -56,10 +56,11 @@ def cuda_peak(fn: Call) -> tuple[int, str]:
     return max(0, peak - before), "cuda-max-allocated"
 
 
-def capture(fn: Call) -> Call:
-    """One call recorded as a CUDA graph; replaying it launches the same kernels with no Python
-    and one launch, so graph time is kernel time and eager minus graph is launch overhead.
-    Warm-up runs on a side stream first (allocator pools, torch.compile, autotuning)."""
+def capture(fn: Call, calls: int = 1) -> Call:
+    """`calls` back-to-back calls recorded as one CUDA graph; a replay launches their kernels
+    with no Python and one launch, so graph time over `calls` is kernel time and eager minus
+    graph is launch overhead. Warm-up runs on a side stream first (allocator pools,
+    torch.compile, autotuning); a result let go inside the graph leaves its memory to the next."""
     import torch
 
     side = torch.cuda.Stream()
@@ -70,7 +71,8 @@ def capture(fn: Call) -> Call:
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        out = fn()
+        for _ in range(calls):
+            out = fn()
 
     def replay() -> Any:
         graph.replay()

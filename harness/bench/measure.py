@@ -85,7 +85,8 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         benchmark.extra_info.update(cell.as_dict(), key=cell.key, build_s=done["build_s"],
                                     first_call_s=done["first_call_s"],
                                     peak_bytes=done["peak_bytes"], peak_method=done["peak_method"],
-                                    thread_settings=thread_settings)
+                                    thread_settings=thread_settings,
+                                    calls_per_round=rounds.calls)
         rounds.run(benchmark)
     except modes.NotCapturable as exc:
         return _outcome("skip", error_reason("not capturable as a CUDA graph", exc), samples,
@@ -93,11 +94,12 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
     except Exception as exc:
         traceback.print_exc()   # into the worker's log; the row gets one line
         return _outcome("error", error_reason(stage, exc), samples, meter, done)
-    stats = benchmark.stats.stats
+    stats, per = benchmark.stats.stats, rounds.calls     # a graph replays `per` calls
     return _outcome("ok", "", samples, meter,
-                    dict(done, median_s=stats.median, iqr_s=stats.iqr, min_s=stats.min,
-                         mean_s=stats.mean, stddev_s=stats.stddev, rounds=stats.rounds,
-                         samples_s=thin(stats.data)))
+                    dict(done, median_s=stats.median / per, iqr_s=stats.iqr / per,
+                         min_s=stats.min / per, mean_s=stats.mean / per,
+                         stddev_s=stats.stddev / per, rounds=stats.rounds,
+                         samples_s=thin(v / per for v in stats.data)))
 
 
 def _outcome(status: str, reason: str, samples: list[contention.Sample], meter: contention.Meter,

@@ -10,15 +10,19 @@ in every row:
   latency a user sees from Python, launch overhead included.
 - `flush`: the same, with an untimed write of twice the L2 size before every round
   (an 8192 x 1024 float32 table fits in an H100's 50 MB L2): the cold-cache time.
-- `graph`: the call captured once as a CUDA graph and replayed; pytest-benchmark
-  runs many replays back to back between two syncs, so the time per round is
-  the kernels' time, and sync minus graph is the launch overhead.
+- `graph`: `graph_calls` back-to-back calls captured as one CUDA graph and
+  replayed; pytest-benchmark runs replays between two syncs, and every time is
+  divided by the calls in a replay. One replay is about GRAPH_ROUND_S of work, so
+  the host's launch of a graph (microseconds) does not set the pace of small
+  kernels: the time per call is the kernels' time, and sync minus graph is the
+  launch overhead.
 
 CPU cells have no mode (""): one call per round, perf_counter.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -30,6 +34,10 @@ MODES = ("sync", "flush", "graph")
 #: --quick keeps the latency and the kernel time, not the cold-cache repeat
 QUICK_MODES = ("sync", "graph")
 MAX_FLUSH_ROUNDS = 200
+#: graph mode: calls captured in one graph, enough for a replay of about GRAPH_ROUND_S of
+#: kernels, at most MAX_GRAPH_CALLS of them (each may keep its result's memory in the graph)
+GRAPH_ROUND_S = 1e-3
+MAX_GRAPH_CALLS = 64
 
 
 class NotCapturable(RuntimeError):
@@ -67,13 +75,21 @@ def clock(device: str) -> Callable[[], float]:
     return time.perf_counter if device == "cpu" else cuda_driver.synced_clock
 
 
+def graph_calls(call_s: float) -> int:
+    """Calls to capture in one graph when one synced call takes `call_s` (an upper bound on
+    its kernels' time, launch included)."""
+    return max(1, min(MAX_GRAPH_CALLS, math.ceil(GRAPH_ROUND_S / max(call_s, 1e-9))))
+
+
 @dataclass(frozen=True)
 class Rounds:
-    """What pytest-benchmark is given: the target, and for `flush` the setup and round count."""
+    """What pytest-benchmark is given: the target, for `flush` the setup and round count, and
+    how many of the cell's calls one call of the target makes (its times are divided by it)."""
 
     target: Callable[[], Any]
     setup: Optional[Callable[[], None]] = None
     rounds: int = 0
+    calls: int = 1
 
     def run(self, benchmark: Any) -> None:
         if self.setup is None:
@@ -88,8 +104,9 @@ def rounds_for(mode: str, fn: Callable[[], Any], backend: str, device: str,
     """The timed target of one cell in `mode`; `call_s` is one warm synced call's time."""
     if mode == "graph":
         capture = backends.get(backend).capture
+        calls = graph_calls(call_s)
         try:
-            return Rounds(capture(fn))
+            return Rounds(capture(fn, calls), calls=calls)
         except Exception as exc:
             raise NotCapturable(f"{type(exc).__name__}: {exc}".replace("\n", " ")) from exc
     call = synced(fn, device, backend)
