@@ -40,7 +40,7 @@ VERBS = {
     "identify": ("harness.identify", "find the convention (Spec) that reproduces a saved table"),
     "check-model": ("harness.identify.model", "check a model folder's positional tensors against its config"),
     "precision": ("harness.verbs.precision", "error vs position for each dtype and approach"),
-    "conventions": ("harness.verbs.convention_matrix", "which implementations produce the same table"),
+    "conventions": ("harness.verbs.conventions", "which implementations produce the same table"),
 }
 
 

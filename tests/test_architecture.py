@@ -16,8 +16,7 @@ HARNESS = Path(__file__).resolve().parent.parent / "harness"
 LAYERS = ("backends", "util", "core", "runs")
 #: verb -> the modules (under harness/) that make it up
 VERBS = {"verify": ("verbs/verify",), "list": ("verbs/listing",),
-         "precision": ("verbs/precision", "verbs/precision_methods", "verbs/precision_family"),
-         "conventions": ("verbs/convention_matrix", "verbs/family_conventions"),
+         "precision": ("verbs/precision",), "conventions": ("verbs/conventions",),
          "bench": ("bench",), "report": ("report",), "identify": ("identify",)}
 
 

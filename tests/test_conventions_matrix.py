@@ -11,7 +11,7 @@ import harness.impls.library_conventions  # noqa: F401  (registers the lib-* con
 from harness.core.reference import reference
 from harness.core.registry import REGISTRY, Implementation
 from harness.core.supports import Supports
-from harness.verbs import convention_matrix as cm
+from harness.verbs import conventions as cm
 
 NAMES = ["lib-tensor2tensor", "lib-whisper", "lib-xlm", "lib-keras-hub", "lib-marian",
          "numpy-stack", "numpy-cat"]

@@ -6,7 +6,8 @@ import argparse
 
 from harness import REGISTRY, reference
 from harness.core.registry import Registry
-from harness.verbs import convention_matrix, family_conventions
+from harness.verbs import conventions as convention_matrix
+from harness.verbs.conventions import each_kind as family_conventions
 
 
 def _sin_first_only():

@@ -18,7 +18,8 @@ from harness.cli import main
 from harness.core import isolate
 from harness.core.cases import default_cases
 from harness.core.registry import REGISTRY
-from harness.verbs import convention_matrix, precision, verify
+from harness.verbs import conventions as convention_matrix, verify
+from harness.verbs.precision import table as precision
 
 CRASHY = '''
 import ctypes, os

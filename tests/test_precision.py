@@ -11,11 +11,12 @@ import pytest
 import harness.impls.library_conventions  # noqa: F401  (registers lib-xlm)
 from harness.core.registry import REGISTRY
 from harness.verbs import precision
+from harness.verbs.precision import table
 
 
 @pytest.fixture(scope="module")
 def errors():
-    df = precision.frame(precision.measure_methods([0, 100_000]))
+    df = table.frame(table.measure_methods([0, 100_000]))
     return {(r.source, r.dtype, r.position): r.max_abs_err for r in df.itertuples()}
 
 

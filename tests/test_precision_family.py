@@ -11,8 +11,9 @@ import pytest
 
 from harness.core import kinds
 from harness.core.tolerance import eps
-from harness.verbs import precision, precision_family
-from harness.verbs.precision_family import grid, rotary, rotary_apply, timestep, verdicts
+from harness.verbs import precision
+from harness.verbs import precision as precision_family
+from harness.verbs.precision import grid, rotary, rotary_apply, timestep, verdicts
 
 pytest.importorskip("torch")
 

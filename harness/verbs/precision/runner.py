@@ -23,9 +23,9 @@ import pandas as pd
 
 from harness.core.isolate import ROOT, HarnessFailure, describe_exit, resolve
 from harness.core.kinds.table.tolerance import eps
-from harness.verbs.precision_family import plots, sections, verdicts
-from harness.verbs.precision_family.common import Point, single_thread
-from harness.verbs.precision_family.studies import KINDS, STUDIES, of_kind
+from harness.verbs.precision import plots, sections, verdicts
+from harness.verbs.precision.common import Point, single_thread
+from harness.verbs.precision.studies import KINDS, STUDIES, of_kind
 
 #: a kind's child that runs longer than this is killed and its kind reported as not measured
 CHILD_TIMEOUT_S = 600.0

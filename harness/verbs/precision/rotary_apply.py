@@ -14,8 +14,8 @@ import numpy as np
 
 from harness.core.kinds.rotary.apply import apply_inputs
 from harness.core.kinds.rotary.reference import apply_reference
-from harness.verbs.precision_family.common import Point, numpy64, tensor
-from harness.verbs.precision_family.rotary import f32_angles, f64_reduced, probe
+from harness.verbs.precision.common import Point, numpy64, tensor
+from harness.verbs.precision.rotary import f32_angles, f64_reduced, probe
 
 BATCH, HEADS = 1, 4
 #: (name, cache method, the dtype the cache is held and the rotation done in)

@@ -35,7 +35,7 @@ from harness.core.kinds.table.spec import LAYOUTS, Spec
 from harness.core.kinds.table.tolerance import tolerance
 from harness.util import arguments, io, tables
 from harness.util.deadline import CallTimeout, call_with_deadline
-from harness.verbs import family_conventions
+from harness.verbs.conventions import each_kind
 
 PROBE_LENGTH = 64
 EVEN_WIDTH, ODD_WIDTH = 16, 17
@@ -136,7 +136,7 @@ def build_tables(impls: Sequence[Implementation], grid: Sequence[Probe], timeout
             ) -> tuple[list[MatrixCell], dict[tuple[str, str], str]]:
     """Every cell, and per (impl, probe) the class of table it produced at that probe."""
     grid = tuple(grid)
-    task = isolate.Task("harness.verbs.convention_matrix:impl_cells", (grid, timeout_s))
+    task = isolate.Task("harness.verbs.conventions:impl_cells", (grid, timeout_s))
     by_impl = isolate.run(impls, task, partial(lost_cells, grid), isolation)
     cells: list[MatrixCell] = []
     classes: dict[tuple[str, str], str] = {}
@@ -268,9 +268,9 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         text = markdown(grid, cells, classes, dist, frozenset(i.name for i in chosen if i.reference))
         differs = {c.impl for c in cells if c.status in ("differs", "error")}
     if family:
-        rows = family_conventions.run(family, timeout_s, isolation)
+        rows = each_kind.run(family, timeout_s, isolation)
         io.write_csv(out / "family_conventions.csv", rows)
-        text += family_conventions.markdown(rows)
+        text += each_kind.markdown(rows)
         differs |= set(rows.loc[rows["status"].isin(["fail", "error"]), "impl"])
     io.write_text(out / "conventions.md", text)
     print(f"{len(chosen) + len(family)} implementations; wrote {out / 'conventions.md'}")

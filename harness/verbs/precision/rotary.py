@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.core import kinds
 from harness.core.kinds.rotary.spec import RotarySpec
-from harness.verbs.precision_family.common import (HALF_DTYPES, Point, max_error, numpy64, reduced, tensor,
+from harness.verbs.precision.common import (HALF_DTYPES, Point, max_error, numpy64, reduced, tensor,
                                                    torch_dtype)
 
 HEAD_DIM = 128

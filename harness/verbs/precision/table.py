@@ -1,22 +1,13 @@
-"""`python -m harness precision`: error vs position, for each dtype and way of computing the table.
+"""The 1-D table's precision study: error vs position for each dtype and way of computing it.
 
-Precision is part of correctness: fp16/bf16 angle tables have broken
-diffusion and language models, and a float32 table computed directly is off
-by ~1e-2 at position 1e5. This study measures it: at log-spaced positions out
-to 1e6 (a window of consecutive positions at each), for a narrow table
-(d_model 16, base 10000), every method of harness.verbs.precision_methods in every
-dtype its backend offers (NumPy: float16, float32; torch: float16, bfloat16,
-float32), plus the registered implementations selected by --only (none by
-default), each against the float64 reference, in one child process per
-backend (harness.core.isolate: a crash costs only its own points). The other kinds
-(rotary, timestep, grid: harness.verbs.precision_family) are studied too unless --kind
-picks one. Writes precision.csv (a `kind` column), precision.md, plots/precision.png and
-plots/precision-<kind>.png under --out.
+At log-spaced positions out to 1e6 (a window of consecutive positions at each), for a narrow
+table (d_model 16, base 10000), every method of harness.verbs.precision.methods in every dtype
+its backend offers, plus the registered implementations --only selects, each against the
+float64 reference, in one child process per backend (harness.core.isolate).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -30,19 +21,18 @@ from harness.core import isolate
 from harness.core.convert import to_numpy
 from harness.core.kinds.table.reference import angles, reference
 from harness.core.registry import Implementation
-from harness.core import selection
 from harness.core.kinds.table.spec import Spec
 from harness.core.kinds.table.tolerance import eps
-from harness.util import arguments, io, tables
+from harness.util import tables
 from harness.util.deadline import CallTimeout, call_with_deadline
-from harness.verbs import precision_family
-from harness.verbs.precision_methods import METHODS, array_ops
+from harness.verbs.precision.methods import METHODS, array_ops
 
+#: The kind this study measures (the verb reaches the others' studies through runner.py).
+KIND = "table"
 PROBE_WIDTH = 16
 WINDOW = 8
 LAST_POSITION = 10**6
 DTYPES = ("float32", "float16", "bfloat16")
-KIND_CHOICES = ("table", *precision_family.KINDS, "all")
 SHOWN_POSITIONS = (100, 10_000, 1_000_000)
 METHOD_COLORS = {"direct": "tab:red", "f64-angles": "tab:orange", "angle-addition": "tab:green",
                  "f64-table": "tab:blue"}
@@ -128,7 +118,7 @@ def measure_impls(impls: Sequence[Implementation], starts: Sequence[int], timeou
                   isolation: Optional[isolate.Isolation] = None) -> list[Point]:
     """Registered table implementations on the same windows, in each dtype they support."""
     chosen = [i for i in impls if i.available and i.workload == "table"]
-    task = isolate.Task("harness.verbs.precision:impl_points", (tuple(starts), timeout_s))
+    task = isolate.Task("harness.verbs.precision.table:impl_points", (tuple(starts), timeout_s))
     by_impl = isolate.run(chosen, task, partial(lost_points, tuple(starts)), isolation)
     return [p for points in by_impl.values() for p in points]
 
@@ -171,7 +161,7 @@ def markdown(df: pd.DataFrame) -> str:
             f"Largest |error| against the float64 reference over {WINDOW} consecutive positions "
             f"starting at p, for a {PROBE_WIDTH}-wide table (base 10000). `overflow`: the result "
             "held Inf/NaN (float16 positions overflow past 65504). Methods: "
-            "harness/verbs/precision_methods.py; guide: docs/precision.md.\n\n"
+            "harness/verbs/precision/methods.py; guide: docs/precision.md.\n\n"
             + tables.markdown(headers, rows) + "\n\n![error vs position](plots/precision.png)\n")
 
 
@@ -201,48 +191,3 @@ def plot(df: pd.DataFrame, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.description = (parser.description or "") + (
-        "\n\n--only GLOB adds registered implementations to the study (default: none).")
-    parser.add_argument("--timeout-s", type=float, default=60.0,
-                        help="seconds one build or call may take before it is left out")
-    parser.add_argument("--kind", choices=KIND_CHOICES, default="all",
-                        help="which kind's study to run (default: all)")
-    isolate.add_option(parser)
-
-
-def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
-    kind = getattr(args, "kind", "all")
-    out = Path(args.out)
-    frames, notes, said = [], [], []
-    if kind in ("table", "all"):
-        df = _table(args, impls)
-        frames.append(df.assign(kind="table", study="table"))
-        notes.append(markdown(df))
-        headers, rows = summary(df)
-        said.append(tables.text(headers, rows))
-    family = [k for k in precision_family.KINDS if kind in (k, "all")]
-    if family:
-        found = precision_family.study(family, out, args.quick, getattr(args, "in_process", False))
-        frames.append(found.frame)
-        notes.append(found.markdown if notes else "# Precision\n\n" + found.markdown)
-        said.append("\n".join(["use:", *found.choices]))
-    columns = list(dict.fromkeys(["kind", "study", *frames[0].columns]))
-    io.write_csv(out / "precision.csv", pd.concat(frames, ignore_index=True)[columns])
-    io.write_text(out / "precision.md", "\n".join(notes))
-    print("\n\n".join(said))
-    print(f"\nwrote {out / 'precision.csv'}, {out / 'precision.md'} and plots under {out / 'plots'}")
-    return 0
-
-
-def _table(args: argparse.Namespace, impls: list[Implementation]) -> pd.DataFrame:
-    """The 1-D table study: its methods and any implementations --only names."""
-    starts = window_starts(args.quick)
-    chosen = selection.chosen(impls, args.only) if args.only else []
-    timeout_s = arguments.positive_seconds(args.timeout_s, "--timeout-s")
-    isolation = isolate.from_args(args, 2 * timeout_s + 60) if chosen else None
-    df = frame(measure_methods(starts) + measure_impls(chosen, starts, timeout_s, isolation))
-    plot(df, Path(args.out) / "plots" / "precision.png")
-    return df

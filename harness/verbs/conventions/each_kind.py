@@ -84,7 +84,7 @@ def run(impls: Sequence[Implementation], timeout_s: float,
     for name in dict.fromkeys(i.kind for i in impls if i.kind != "table"):
         mine = [i for i in impls if i.kind == name]
         grid = tuple(probes(kinds.named(name)))
-        task = isolate.Task("harness.verbs.family_conventions:impl_checks", (grid, timeout_s))
+        task = isolate.Task("harness.verbs.conventions.each_kind:impl_checks", (grid, timeout_s))
         by_impl = isolate.run(mine, task, partial(lost_checks, grid), isolation)
         for impl in mine:
             for probe, result in zip(grid, by_impl[impl.name]):

@@ -24,7 +24,7 @@ import numpy as np
 from harness.core import kinds
 from harness.core.kinds.timestep.reference import angles
 from harness.core.kinds.timestep.spec import TimestepSpec
-from harness.verbs.precision_family.common import (DTYPES, HALF_DTYPES, Point, max_error, numpy64, reduced,
+from harness.verbs.precision.common import (DTYPES, HALF_DTYPES, Point, max_error, numpy64, reduced,
                                                    tensor, torch_dtype)
 
 DIM = 320

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from harness.core.kinds.table.tolerance import eps
-from harness.verbs.precision_family.common import DTYPES
-from harness.verbs.precision_family.studies import KINDS, of_kind
-from harness.verbs.precision_family.verdicts import GOOD_ULPS
+from harness.verbs.precision.common import DTYPES
+from harness.verbs.precision.studies import KINDS, of_kind
+from harness.verbs.precision.verdicts import GOOD_ULPS
 
 STYLES = {"float32": "-", "float16": "--", "bfloat16": ":"}
 

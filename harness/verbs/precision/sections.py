@@ -12,8 +12,8 @@ import pandas as pd
 
 from harness.core.kinds.table.tolerance import eps
 from harness.util import tables
-from harness.verbs.precision_family import verdicts
-from harness.verbs.precision_family.studies import KINDS, Study, of_kind
+from harness.verbs.precision import verdicts
+from harness.verbs.precision.studies import KINDS, Study, of_kind
 
 
 def _value(value: float) -> str | float:

@@ -18,7 +18,7 @@ import numpy as np
 from harness.core import kinds
 from harness.core.kinds.grid import plan
 from harness.core.kinds.grid.spec import GridSpec
-from harness.verbs.precision_family.common import DTYPES, HALF_DTYPES, Point, max_error, numpy64, tensor
+from harness.verbs.precision.common import DTYPES, HALF_DTYPES, Point, max_error, numpy64, tensor
 
 D_MODEL = 64
 SIDES = (16, 32, 64, 128, 256)
