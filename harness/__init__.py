@@ -4,9 +4,10 @@ Public contract (docs and README): the specs of every kind (`Spec` for the 1-D t
 `RotarySpec`, `GridSpec`, `TimestepSpec`) and `spec_from_dict` to rebuild any of them from
 its printed fields; `register`, `implementations`, `reference` and `tolerance` (any kind's),
 `to_numpy`; each kind's declarative supports (`Supports` for the 1-D table, `RotarySupports`,
-`GridSupports`, `TimestepSupports`, each a `BaseSupports`: dtypes and a size cap); for a
-user's own tests, `check_callable` and `assert_callable` judge an unregistered callable as
-`verify` does, and return a `Check`.
+`GridSupports`, `TimestepSupports`, each a `BaseSupports`: dtypes and a size cap); `ApplyForms`
+(the rotary apply forms an implementation declares) and `InPlace` (what an in-place kernel's
+factory returns); for a user's own tests, `check_callable` and `assert_callable` judge an
+unregistered callable as `verify` does, and return a `Check` (with the `grade` it met).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from harness.core.checks import Check
 from harness.core.convert import dtype_name, to_numpy
 from harness.core.kinds import Kind, Workload, reference, spec_dict, spec_from_dict, tolerance
 from harness.core.kinds.grid import GridSpec
+from harness.core.inplace import InPlace
 from harness.core.kinds.grid.supports import GridSupports
-from harness.core.kinds.rotary import RotarySpec
+from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.kinds.rotary.supports import RotarySupports
 from harness.core.kinds.supports import BaseSupports
 from harness.core.kinds.timestep import TimestepSpec
@@ -28,8 +30,9 @@ from harness.core.kinds.table.spec import Spec
 from harness.core.kinds.table.supports import Supports
 
 __all__ = [
-    "BaseSupports", "Check", "GridSpec", "GridSupports", "Implementation", "Kind", "PluginError",
-    "RotarySpec", "RotarySupports", "Spec", "Supports", "TimestepSpec", "TimestepSupports", "Workload", "assert_callable", "check_callable", "dtype_name",
+    "ApplyForms", "BaseSupports", "Check", "GridSpec", "GridSupports", "Implementation", "InPlace",
+    "Kind", "PluginError", "RotarySpec", "RotarySupports", "Spec", "Supports", "TimestepSpec",
+    "TimestepSupports", "Workload", "assert_callable", "check_callable", "dtype_name",
     "implementations", "load_plugin", "reference", "register", "spec_dict", "spec_from_dict",
     "to_numpy", "tolerance",
 ]

@@ -11,6 +11,7 @@ import pytest
 
 from harness.core.kinds.rotary import RotarySpec, apply_reference, cache_reference
 from harness.core.kinds.rotary.apply import apply_inputs
+from harness.core.kinds.rotary.reference import heads_first
 from harness.core.kinds.rotary.cases import rotary_cases
 from tests import rotary_oracle as oracle
 
@@ -111,12 +112,16 @@ def test_cache_matches_the_oracle(spec):
                          ids=lambda s: s.short())
 def test_apply_matches_the_oracle(spec):
     q, k, position_ids = apply_inputs(spec, batch=1, heads=2)
-    got = apply_reference(spec, q, k, position_ids)
+    got = apply_reference(spec, q, k, position_ids)      # q head 1, and the k head serving it
+    ids = position_ids.reshape(-1, spec.length)[0]
     for which, x in enumerate((q, k)):
+        x = heads_first(spec, x)
+        head = 1 * x.shape[1] // got.shape[2]
         for seq in _rows(spec):
-            want = oracle.rotated_row(spec, x[0, 1, seq], int(position_ids[seq]))
+            row = x[0, head, seq]
+            want = oracle.rotated_row(spec, row, int(ids[seq]))
             theta = spec.max_position * float(np.max(spec.inv_freq()))
-            allowed = 32 * EPS * (1 + theta) * spec.attention_scaling * (1 + np.abs(x[0, 1, seq]).max())
+            allowed = 32 * EPS * (1 + theta) * spec.attention_scaling * (1 + np.abs(row).max())
             np.testing.assert_allclose(got[which, 0, 1, seq], [f(v) for v in want], rtol=0, atol=allowed)
 
 

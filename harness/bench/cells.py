@@ -72,8 +72,14 @@ class Cell:
 
     @property
     def elements(self) -> int:
-        """Elements written per call: the table, x + PE for every batch row, a cos/sin pair..."""
-        return math.prod(self.shape)
+        """Elements written per call: the table, x + PE for every batch row, a cos/sin pair,
+        q and k (each with its own heads)..."""
+        return self.work.elements(self.spec(), self.batch, self.heads)
+
+    @property
+    def arrangement(self) -> kinds.Arrangement:
+        """How a tuple result's parts come back (their shapes) and are joined."""
+        return self.work.arrangement(self.spec(), self.batch, self.heads)
 
     @property
     def bytes_out(self) -> int:
@@ -91,13 +97,15 @@ class Cell:
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
-def choose_convention(impl: Implementation, length: int, d_model: int,
-                      dtype: str) -> tuple[Optional[str], str]:
+def choose_convention(impl: Implementation, length: int, d_model: int, dtype: str,
+                      only: str = "") -> tuple[Optional[str], str]:
     """(first of its kind's conventions it supports, "") or (None, why the first is not
-    supported)."""
+    supported); with `only`, that convention or none (a kind without it: none)."""
     kind = kinds.named(impl.kind)
+    if only and only not in kind.conventions:
+        return None, f"kind {kind.name!r} has no convention {only!r}"
     first = None
-    for name in kind.conventions:
+    for name in (only,) if only else kind.conventions:
         try:
             spec = kind.bench_spec(length, d_model, dtype, name)
         except ValueError as exc:        # these axes make no spec of this convention

@@ -50,6 +50,9 @@ class Grid:
     modes: tuple[str, ...] = MODES                     # how GPU cells are timed
     heads: int = DEFAULT_HEADS                         # attention heads of a rotary apply
     quick: bool = False
+    #: time every implementation in this named convention (one its kind has); "": each in the
+    #: first of its kind's conventions it supports
+    convention: str = ""
 
     def shapes(self, kind: kinds.Kind = _TABLE) -> list[tuple[int, int]]:
         """(length, width) pairs of `kind` (the 1-D table's by default) whose table fits
@@ -118,7 +121,7 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
     heads = grid.heads if kind.workload(impl.workload).heads else 1
     for length, d_model in grid.shapes(kind):
         for dtype in dtypes:
-            convention, reason = choose_convention(impl, length, d_model, dtype)
+            convention, reason = choose_convention(impl, length, d_model, dtype, grid.convention)
             for n in threads:
                 for mode in modes_for(impl.backend, impl.device, grid.modes):
                     cell = Cell(impl.name, impl.backend, impl.device, impl.workload,

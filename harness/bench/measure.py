@@ -26,6 +26,7 @@ from typing import Any
 from harness.bench import contention, modes, peak, validity
 from harness.bench.cells import Cell, Outcome, thin
 from harness.bench.settings import Timing
+from harness.core import inplace
 from harness.core.checks import poison
 from harness.core.registry import Implementation
 
@@ -50,13 +51,17 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         spec = cell.spec()
         args = cell.work.arguments(spec, cell.batch, cell.heads)
         start = time.perf_counter()
-        fn = impl.build(spec, *args)
+        built = impl.build(spec, *args)
         done["build_s"] = time.perf_counter() - start
         stage = "setup check"
+        fn, fresh, wrong = _timed_call(impl, built)
+        if wrong:
+            return _outcome("invalid", wrong, samples, meter, done)
         done["retains_bytes"] = validity.retained_bytes(fn)      # before any call
         call = modes.synced(fn, cell.device, cell.backend)
         samples.append(meter())
         stage = "first call"
+        _refresh(fresh, cell)
         start = time.perf_counter()
         first = call()
         done["first_call_s"] = time.perf_counter() - start
@@ -65,6 +70,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         if problem is None:       # poisoned and still held: the warm call must compute afresh
             poisoned = poison(first)
             stage = "warm call"
+            _refresh(fresh, cell)
             start = time.perf_counter()
             second = call()
             warm_s = time.perf_counter() - start
@@ -80,7 +86,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         done["peak_bytes"], done["peak_method"] = peak.of_call(call, cell.backend, cell.device)
         stage = f"{cell.mode} set-up" if cell.mode else "set-up"
         rounds = modes.rounds_for(cell.mode, fn, cell.backend, cell.device, warm_s,
-                                  timing.max_time, timing.min_rounds)
+                                  timing.max_time, timing.min_rounds, fresh)
         stage = "timed calls"
         benchmark.extra_info.update(cell.as_dict(), key=cell.key, build_s=done["build_s"],
                                     first_call_s=done["first_call_s"],
@@ -100,6 +106,22 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
                          min_s=stats.min / per, mean_s=stats.mean / per,
                          stddev_s=stats.stddev / per, rounds=stats.rounds,
                          samples_s=thin(v / per for v in stats.data)))
+
+
+def _timed_call(impl: Implementation, built: Any) -> tuple[Any, Any, str]:
+    """(what is timed, the untimed reset before each call or None, "") from what the factory
+    returned; ("", None, why) when that does not match the in-place declaration."""
+    in_place = inplace.declared_in_place(impl.forms_declared)
+    _, wrong = inplace.calling(built, in_place)
+    if wrong:
+        return None, None, wrong
+    return (built.call, built.reset, "") if in_place else (built, None, "")
+
+
+def _refresh(fresh: Any, cell: Cell) -> None:
+    """An in-place kernel's fresh inputs, in place before the call (untimed)."""
+    if fresh is not None:
+        modes.synced(fresh, cell.device, cell.backend)()
 
 
 def _outcome(status: str, reason: str, samples: list[contention.Sample], meter: contention.Meter,

@@ -38,6 +38,8 @@ MAX_FLUSH_ROUNDS = 200
 #: kernels, at most MAX_GRAPH_CALLS of them (each may keep its result's memory in the graph)
 GRAPH_ROUND_S = 1e-3
 MAX_GRAPH_CALLS = 64
+#: Rounds of an in-place kernel, each after its untimed reset (pedantic rounds, no calibration).
+MAX_FRESH_ROUNDS = 2000
 
 
 class NotCapturable(RuntimeError):
@@ -100,9 +102,14 @@ class Rounds:
 
 
 def rounds_for(mode: str, fn: Callable[[], Any], backend: str, device: str,
-               call_s: float, max_time: float, min_rounds: int) -> Rounds:
-    """The timed target of one cell in `mode`; `call_s` is one warm synced call's time."""
+               call_s: float, max_time: float, min_rounds: int,
+               fresh: Optional[Callable[[], None]] = None) -> Rounds:
+    """The timed target of one cell in `mode`; `call_s` is one warm synced call's time. `fresh`
+    (an in-place kernel's reset) runs before every round, outside the timed region."""
     if mode == "graph":
+        if fresh is not None:
+            raise NotCapturable("an in-place kernel needs fresh inputs before every round, which "
+                                "replaying a graph cannot give")
         capture = backends.get(backend).capture
         calls = graph_calls(call_s)
         try:
@@ -110,7 +117,19 @@ def rounds_for(mode: str, fn: Callable[[], Any], backend: str, device: str,
         except Exception as exc:
             raise NotCapturable(f"{type(exc).__name__}: {exc}".replace("\n", " ")) from exc
     call = synced(fn, device, backend)
+    count = int(max_time / max(call_s, 1e-7))
     if mode == "flush":
-        count = int(max_time / max(call_s, 1e-7))
-        return Rounds(call, cuda_driver.l2_flush(), min(max(count, min_rounds), MAX_FLUSH_ROUNDS))
+        flush = cuda_driver.l2_flush()
+        setup = flush if fresh is None else _both(synced(fresh, device, backend), flush)
+        return Rounds(call, setup, min(max(count, min_rounds), MAX_FLUSH_ROUNDS))
+    if fresh is not None:
+        return Rounds(call, synced(fresh, device, backend), min(max(count, min_rounds), MAX_FRESH_ROUNDS))
     return Rounds(call)
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    def setup() -> None:
+        first()
+        second()
+
+    return setup

@@ -66,6 +66,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       help="batch of x for forward and of q, k for rotary apply (default %(default)s)")
     grid.add_argument("--heads", type=int, default=DEFAULT_HEADS,
                       help="attention heads of q and k for rotary apply (default %(default)s)")
+    grid.add_argument("--convention", default="",
+                      help="time every implementation in this named convention of its kind "
+                           f"(of {_csv(_conventions())}; e.g. gqa-bshd: rotary apply as kernels "
+                           "take it); default: each in the first of its kind's it supports")
     grid.add_argument("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS,
                       help="leave out tables with more elements (length x d_model) than this "
                       "(default %(default)s)")
@@ -96,6 +100,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="a line per cell on the screen (always in the run's logs/bench.log)")
 
 
+def _conventions() -> tuple[str, ...]:
+    """Every kind's named conventions."""
+    return tuple(dict.fromkeys(name for kind in kinds.KINDS.values() for name in kind.conventions))
+
+
 def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
     """Grid axis -> (item type, test, what is allowed) for its comma-separated option."""
     return {
@@ -123,7 +132,10 @@ def parse(args: argparse.Namespace) -> SweepOptions:
 
     axes = {name: _list(getattr(args, name), "--" + name.replace("_", "-"), *rule)
             or getattr(base, name) for name, rule in _axis_rules(cores).items()}
-    grid = Grid(**axes, batch=_at_least(args.batch, "--batch", 1),
+    convention = getattr(args, "convention", "") or ""
+    if convention and convention not in _conventions():
+        raise ValueError(f"--convention must be one of {_csv(_conventions())}, got {convention!r}")
+    grid = Grid(**axes, batch=_at_least(args.batch, "--batch", 1), convention=convention,
                 heads=_at_least(args.heads, "--heads", 1), quick=args.quick,
                 max_elements=_at_least(args.max_elements, "--max-elements", 1))
     timing = Timing(max_time=_positive(given("max_time", timing0), "--max-time"),

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 from harness.core import apart, kinds
 from harness.core.catalog import Entry
 from harness.core.checks import Check, inputs
+from harness.core.contract import at_least
 from harness.core.observe import observe
 from harness.core.registry import Implementation
 
@@ -39,11 +40,12 @@ def check_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str]
     `TimestepSpec`) its first workload by default (`workload="cache"` returns the pair
     `(cos, sin)`, `"apply"` is `fn(q, k, positions) -> (q_rot, k_rot)`). It is called three times: its results are poisoned (NaN)
     in between, so a callable that returns a cached table fails. Returns the `Check`
-    (`status` "pass", "fail" or "error", `reason`, `max_abs_err`, `tol`, `err_ratio`,
-    `worst_pos`, `worst_col`); an exception (SystemExit included) or a hang of `fn` is an
-    "error", never raised. `timeout_s` may be `math.inf`; a finite one interrupts `fn` by
-    SIGALRM when called from the main thread, and elsewhere (no signals there) reports an
-    overrun as an error once `fn` returns.
+    (`status` "pass", "fail" or "error", `grade` "exact", "float32" or "fail" (the contract
+    met, harness/core/contract.py), `reason`, `max_abs_err`, `tol`, `err_ratio`, `worst_pos`,
+    `worst_col`); an exception (SystemExit included) or a hang of `fn` is an "error", never
+    raised. `timeout_s` may be `math.inf`; a finite one interrupts `fn` by SIGALRM when called
+    from the main thread, and elsewhere (no signals there) reports an overrun as an error once
+    `fn` returns.
     """
     impl = _wrap(fn, spec, workload, name)
     if not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
@@ -55,17 +57,23 @@ def check_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str]
 
 
 def assert_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str] = None,
-                    name: Optional[str] = None, timeout_s: float = 120.0) -> Check:
-    """`check_callable`, raising AssertionError unless it passes; returns the passing Check."""
+                    name: Optional[str] = None, timeout_s: float = 120.0,
+                    require: str = "float32") -> Check:
+    """`check_callable`, raising AssertionError unless it passes at the `require`d grade or
+    better ("float32", the default, or "exact"); returns the passing Check."""
+    at_least("exact", require)            # ValueError for a grade that does not exist
     result = check_callable(fn, spec, workload=workload, name=name, timeout_s=timeout_s)
-    if result.status != "pass":
-        raise AssertionError(describe(result))
+    if result.status != "pass" or not at_least(result.grade, require):
+        below = "" if result.status != "pass" else f" (graded {result.grade}, {require} required)"
+        raise AssertionError(describe(result) + below)
     return result
 
 
 def describe(result: Check) -> str:
     """One line: which callable, which spec, the verdict and its evidence."""
     line = f"{result.impl} on {result.spec.short()}: {result.status}"
+    if result.status == "pass":
+        line += f" ({result.grade})"
     if result.reason:
         line += f": {result.reason}"
     if math.isfinite(result.max_abs_err):

@@ -15,11 +15,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from harness.core import kinds
+from harness.core import contract, kinds
+from harness.core.contract import eps
 from harness.core.observe import (Observation, Returned, observe, plan, poison, same_buffer,
                                    snapshot)
 from harness.core.registry import Implementation
-from harness.core.kinds.table.tolerance import eps
 
 __all__ = ["Check", "Comparison", "Expectation", "check", "compare", "error_ratio", "expect",
            "inputs", "judge", "poison", "same_buffer", "well_formed"]
@@ -48,13 +48,16 @@ class Check:
     worst_pos: int = -1
     worst_col: int = -1
     seconds: float = 0.0
+    #: the contract met (harness.core.contract.GRADES): exact, float32, or fail; "" when not judged
+    grade: str = ""
 
     def row(self) -> dict[str, Any]:
         """Flat dict for the CSV: identity, Spec fields, measures, verdict."""
         head = {"impl": self.impl, "backend": self.backend, "device": self.device,
                 "kind": kinds.of(self.spec).name, "workload": self.workload}
         tail = {k: getattr(self, k) for k in ("max_abs_err", "tol", "err_ratio", "ulps",
-                                              "worst_pos", "worst_col", "status", "reason", "seconds")}
+                                              "worst_pos", "worst_col", "status", "grade", "reason",
+                                              "seconds")}
         return {**head, **{k: _cell(v) for k, v in self.spec.as_dict().items()}, **tail}
 
 
@@ -79,41 +82,61 @@ class Comparison:
     tol: float = float("nan")
     err_ratio: float = float("nan")
     worst: tuple[int, int] = field(default=(-1, -1))
+    grade: str = "fail"
 
 
 #: Rows of a result checked for NaN/Inf at once: bounds the temporary of a huge table.
 FINITE_CHUNK_ELEMENTS = 1 << 22
+#: A tolerance this small says the value must come back exactly as given (a partial rotary's tail).
+UNCHANGED = float(np.finfo(np.float64).tiny)
 #: The NumPy dtype kinds a result may hold (bool, ints, floats, complex): never objects.
 NUMERIC_KINDS = "biufc"
 
 
 def error_ratio(got: np.ndarray, expected: np.ndarray, allowed: np.ndarray,
-                parts: tuple[str, ...] = ()) -> Comparison:
+                parts: tuple[str, ...] = (), exact: Optional[np.ndarray] = None) -> Comparison:
     """THE comparison: the worst |got - expected| relative to its per-element tolerance, and
-    where; a ratio above 1 fails. Pure: arrays in, a Comparison out."""
+    where; a ratio above 1 fails; and the contract met (`contract.grade`: within `exact` too is
+    `exact`). Pure: arrays in, a Comparison out."""
     err = np.abs(got.astype(np.float64) - expected)
     ratio = err / allowed
     flat = int(np.argmax(ratio))
     idx = np.unravel_index(flat, ratio.shape)
     worst = (int(idx[-2]), int(idx[-1])) if len(idx) >= 2 else (int(idx[0]), -1)  # a 1-D kind
     result = dict(max_abs_err=float(err.max()), tol=float(allowed.flat[flat]),
-                  err_ratio=float(ratio.flat[flat]), worst=worst)
+                  err_ratio=float(ratio.flat[flat]), worst=worst,
+                  grade=contract.grade(err, allowed, exact))
     if not ratio.flat[flat] <= 1.0:     # NaN-safe by itself: a NaN error is never within tolerance
         where = f"{parts[idx[0]]}: " if parts else ""
-        return Comparison(f"{where}error {err.flat[flat]:.3g} > tolerance {allowed.flat[flat]:.3g} "
-                          f"at position {worst[0]}, column {worst[1]}", **result)
+        limit = allowed.flat[flat]
+        bound = f"tolerance {limit:.3g}" if limit > UNCHANGED else "0 (must come back unchanged)"
+        return Comparison(f"{where}error {err.flat[flat]:.3g} > {bound} at position {worst[0]}, "
+                          f"column {worst[1]}{_first_over(ratio, worst[0])}", **result)
     return Comparison(None, **result)
 
 
-def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str,
-                parts: tuple[str, ...] = ()) -> tuple[Optional[str], Optional[np.ndarray]]:
+def _first_over(ratio: np.ndarray, worst_position: int) -> str:
+    """Where the errors first pass their tolerance, when that is not where they are worst: a
+    position held in bfloat16 goes wrong from 257 on, in float16 from 2049."""
+    if ratio.ndim < 2:
+        return ""
+    over = ~(ratio <= 1.0).reshape(-1, *ratio.shape[-2:]).all(axis=(0, 2))
+    first = int(np.argmax(over))
+    return f" (first beyond its tolerance at position {first})" if first != worst_position else ""
+
+
+def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str, parts: tuple[str, ...] = (),
+                arrangement: Optional[kinds.Arrangement] = None
+                ) -> tuple[Optional[str], Optional[np.ndarray]]:
     """(None, the result as NumPy) when `out` (a result, or its `Returned` copy) is an array of
     `shape` and `want_dtype` holding only finite values, else (why not, None): the cheap part of
     `compare`, needing no reference. With `parts`, `out` is a tuple of that many arrays, each of
-    `shape[1:]`, judged in order and returned stacked."""
+    the `arrangement`'s shape for it (default: each `shape[1:]`), judged in order and returned
+    joined (default: stacked)."""
     returned = out if isinstance(out, Returned) else snapshot(out)
     if parts:
-        return _well_formed_parts(returned, shape, want_dtype, parts)
+        arrangement = arrangement or kinds.Arrangement(tuple(tuple(shape[1:]) for _ in parts))
+        return _well_formed_parts(returned, want_dtype, parts, arrangement)
     if returned.problem:
         return returned.problem, None
     if returned.parts is not None or not isinstance(returned.array, np.ndarray):
@@ -132,20 +155,20 @@ def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str,
     return None, arr
 
 
-def _well_formed_parts(returned: Returned, shape: tuple[int, ...], want_dtype: str,
-                       parts: tuple[str, ...]) -> tuple[Optional[str], Optional[np.ndarray]]:
+def _well_formed_parts(returned: Returned, want_dtype: str, parts: tuple[str, ...],
+                       arrangement: kinds.Arrangement) -> tuple[Optional[str], Optional[np.ndarray]]:
     names = ", ".join(parts)
     got = returned.parts
     if got is None or len(got) != len(parts):
         what = f"{len(got)} items" if got is not None else (returned.dtype or "None")
         return f"returned {what}, expected a tuple ({names})", None
     arrays = []
-    for name, part in zip(parts, got):
-        problem, arr = well_formed(part, shape[1:], want_dtype)
+    for name, part, shape in zip(parts, got, arrangement.shapes):
+        problem, arr = well_formed(part, shape, want_dtype)
         if problem is not None:
             return f"{name}: {problem}", None
         arrays.append(arr)
-    return None, np.stack(arrays)
+    return None, arrangement.join(arrays)
 
 
 def nonfinite(arr: np.ndarray) -> Optional[tuple[int, tuple[int, int]]]:
@@ -168,13 +191,14 @@ def nonfinite(arr: np.ndarray) -> Optional[tuple[int, tuple[int, int]]]:
 
 
 def compare(out: Any, expected: np.ndarray, allowed: np.ndarray, want_dtype: str,
-            parts: tuple[str, ...] = ()) -> Comparison:
+            parts: tuple[str, ...] = (), arrangement: Optional[kinds.Arrangement] = None,
+            exact: Optional[np.ndarray] = None) -> Comparison:
     """Shape, dtype, NaN/Inf (`well_formed`), then `error_ratio` (a tuple result's `parts`
-    stacked, in order, as the reference stacks them)."""
-    problem, arr = well_formed(out, expected.shape, want_dtype, parts)
+    joined, in order, as the reference joins them) and the grade (within `exact` too: exact)."""
+    problem, arr = well_formed(out, expected.shape, want_dtype, parts, arrangement)
     if problem is not None:
         return Comparison(problem)
-    return error_ratio(arr, expected, allowed, parts)
+    return error_ratio(arr, expected, allowed, parts, exact)
 
 
 @dataclass(frozen=True)
@@ -185,6 +209,14 @@ class Expectation:
     allowed: np.ndarray
     dtype: str
     parts: tuple[str, ...]
+    arrangement: Optional[kinds.Arrangement] = None   # how a tuple result's parts come back
+    exact: Optional[np.ndarray] = None                # the exact contract's bound (None: none)
+    case: str = ""                                    # how the case hands inputs over, for reasons
+    inputs: bool = False                              # the workload's factory gets inputs
+
+    def compare(self, out: Any) -> Comparison:
+        return compare(out, self.expected, self.allowed, self.dtype, self.parts, self.arrangement,
+                       self.exact)
 
 
 def inputs(workload: str, spec: Any) -> tuple:
@@ -196,14 +228,22 @@ def expect(workload: str, spec: Any, args: tuple) -> Expectation:
     """The reference and per-element tolerance of `workload` on `spec` given `args`."""
     kind = kinds.of(spec)
     work = kind.workload(workload)
-    expected, allowed = work.expected(spec, args, kind.reference(spec), kind.tolerance(spec))
-    return Expectation(expected, allowed, spec.dtype, work.parts)
+    reference = kind.reference(spec)
+    expected, allowed = work.expected(spec, args, reference, kind.tolerance(spec))
+    exact = work.expected(spec, args, reference, kind.exact(spec))[1] if kind.exact else None
+    told = work.describe(spec) if work.describe is not None else None
+    return Expectation(expected, allowed, spec.dtype, work.parts,
+                       work.arrangement(spec, CHECK_BATCH, CHECK_HEADS), exact, told or "",
+                       work.inputs is not None)
 
 
 def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectation]) -> Check:
     """The verdict on what `impl` did (`seen`): the first result within tolerance, the second
     fresh after the first was poisoned, the third written after both poisoned ones were let go.
-    `want` is called only when there is a result to compare."""
+    `want` is called only when there is a result to compare. A pass is graded by the contract
+    every result met (harness.core.contract)."""
+    graded: list[str] = []
+
     def verdict(status: str, reason: str = "", comparison: Optional[Comparison] = None) -> Check:
         extra = {}
         if comparison is not None and not np.isnan(comparison.max_abs_err):
@@ -211,22 +251,33 @@ def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectatio
                          err_ratio=comparison.err_ratio,
                          ulps=comparison.max_abs_err / eps(spec.dtype),
                          worst_pos=comparison.worst[0], worst_col=comparison.worst[1])
+        grade = {"pass": max(graded, key=contract.GRADES.index, default="float32"),
+                 "fail": "fail", "error": "fail"}.get(status, "")
         return Check(impl.name, impl.backend, impl.device, impl.workload, spec, status,
-                     reason, seconds=_seconds(seen), **extra)
+                     reason, seconds=_seconds(seen), grade=grade, **extra)
+
+    def judged(out: Any) -> Comparison:
+        result = case.compare(out)
+        graded.append(result.grade)
+        return result
 
     if not isinstance(seen, Observation):
         return verdict("error", f"its process sent a {type(seen).__name__}, not an observation")
     if seen.skip:
         return verdict("skip", seen.skip)
+    if seen.mismatch:               # the factory's result contradicts the declaration
+        return verdict("fail", seen.mismatch)
     results, poisoned = tuple(seen.results), tuple(seen.poisoned)
     if seen.error and seen.failed_call <= 1:
         return verdict("error", seen.error)
     if not results:
         return verdict("error", "returned no result")
     case = want()
-    first = compare(results[0], case.expected, case.allowed, case.dtype, case.parts)
+    first = judged(results[0])
     if first.reason:
-        return verdict("fail", first.reason, first)
+        return verdict("fail", f"{first.reason} ({case.case})" if case.case else first.reason, first)
+    if seen.wrote_inputs:
+        return verdict("fail", wrote_inputs(seen.wrote_inputs), first)
     if seen.error and seen.failed_call == 2:
         return verdict("error", "second call: " + seen.error, first)
     if len(results) < 2 or len(poisoned) < 1:
@@ -234,10 +285,12 @@ def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectatio
     if not poisoned[0] and seen.same_buffer:
         return verdict("fail", "returned the same buffer twice: a cached result, not a builder",
                        first)
-    again = compare(results[1], case.expected, case.allowed, case.dtype, case.parts)
+    again = judged(results[1])
     if again.reason:
         why = "after poisoning the first result: " if poisoned[0] else "second call: "
         hint = " (a cached result, not a builder)" if poisoned[0] and "NaN" in again.reason else ""
+        if not hint and case.inputs:       # right the first time, wrong on the same inputs
+            hint = " (the first call was right: did it write into its own copy of the inputs?)"
         return verdict("fail", why + again.reason + hint, again)
     if not (len(poisoned) >= 2 and poisoned[0] and poisoned[1]):
         return verdict("pass", "", first)
@@ -245,11 +298,18 @@ def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectatio
         return verdict("error", "third call: " + seen.error, first)
     if len(results) < 3:
         return verdict("error", "the third call returned no result", first)
-    last = compare(results[2], case.expected, case.allowed, case.dtype, case.parts)
+    last = judged(results[2])
     if last.reason:
         return verdict("fail", "after letting two poisoned results go: " + last.reason
                        + " (reused memory without writing it)", last)
     return verdict("pass", "", first)
+
+
+def wrote_inputs(names: tuple[str, ...]) -> str:
+    """Why an out-of-place implementation that wrote into its inputs fails."""
+    return (f"wrote into its input(s) {', '.join(names)}: an out-of-place implementation must "
+            "leave its inputs untouched (a kernel that rotates in place declares in_place=True "
+            "and returns harness.InPlace(reset, call))")
 
 
 def _seconds(seen: Any) -> float:

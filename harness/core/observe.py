@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import numpy as np
 
 from harness import backends
+from harness.core import inplace, kinds
 from harness.core.convert import dtype_name, to_numpy
 from harness.util.deadline import CallTimeout, call_with_deadline
 
@@ -44,6 +45,10 @@ class Observation:
     poisoned: tuple[bool, ...] = ()              # whether each result could be filled with NaN
     same_buffer: bool = False                    # the second result is the first's memory
     seconds: float = 0.0
+    #: what its factory returned contradicts its in-place declaration: why
+    mismatch: str = ""
+    #: the inputs an out-of-place implementation wrote into during its first call
+    wrote_inputs: tuple[str, ...] = ()
 
 
 def snapshot(out: Any) -> Returned:
@@ -111,10 +116,16 @@ def observe(impl: Any, spec: Any, args: tuple, timeout_s: float) -> Observation:
     """Build, call, poison, call again, let go, call a third time; every result copied.
     Never raises for the implementation's faults (SystemExit included)."""
     start = time.perf_counter()
+    given = args
     args = tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)   # its own inputs
-    fn, why = guarded(lambda: impl.build(spec, *args), timeout_s)
+    built, why = guarded(lambda: impl.build(spec, *args), timeout_s)
     if why:
         return Observation(error=why, failed_call=0, seconds=time.perf_counter() - start)
+    in_place = inplace.declared_in_place(getattr(impl, "forms_declared", None))
+    fn, mismatch = inplace.calling(built, in_place)
+    if mismatch:
+        return Observation(mismatch=mismatch, seconds=time.perf_counter() - start)
+    wrote: tuple[str, ...] = ()
     results: list[Returned] = []
     poisoned: list[bool] = []
     held: list[Any] = []
@@ -131,12 +142,18 @@ def observe(impl: Any, spec: Any, args: tuple, timeout_s: float) -> Observation:
                                poisoned=tuple(poisoned), same_buffer=same,
                                seconds=time.perf_counter() - start)
         results.append(snapshot(out))
+        if call == 1 and not in_place:
+            wrote = inplace.written(given, args, _input_names(impl, spec))
         if call == 2 and not poisoned[0]:
             same = same_buffer(held[0], out)
         poisoned.append(call < 3 and (call == 1 or poisoned[0]) and poison(out))
         held.append(out)
     return Observation(results=tuple(results), poisoned=tuple(poisoned), same_buffer=same,
-                       seconds=time.perf_counter() - start)
+                       seconds=time.perf_counter() - start, wrote_inputs=wrote)
+
+
+def _input_names(impl: Any, spec: Any) -> tuple[str, ...]:
+    return kinds.of(spec).workload(impl.workload).input_names
 
 
 def observe_all(impl: Any, cases: Sequence[tuple[Any, tuple]], timeout_s: float

@@ -50,13 +50,25 @@ class Implementation:
     check: Optional[Callable[[], Optional[str]]] = None
     origin: str = ""
     doc: str = ""
+    #: the forms of its workload it takes (a rotary apply's `ApplyForms`); None: the workload's
+    #: default forms (`forms_declared`)
+    forms: Any = None
+
+    @property
+    def forms_declared(self) -> Any:
+        """What it declared, or its workload's default declaration (None: one form only)."""
+        if self.forms is not None:
+            return self.forms
+        form_type = kinds.named(self.kind).workload(self.workload).forms
+        return form_type() if form_type is not None else None
 
     def supports(self, spec: Any) -> Optional[str]:
         """None when `spec` is supported, else the reason it is not (a spec of another kind
-        never is)."""
+        never is, nor a case in a form it did not declare)."""
         if not isinstance(spec, kinds.named(self.kind).spec_type):
             return f"builds a {self.kind!r}, not a {kinds.of(spec).name!r}"
-        return self.supports_fn(spec)
+        why = kinds.named(self.kind).workload(self.workload).why_not(spec, self.forms_declared)
+        return why or self.supports_fn(spec)
 
     @property
     def conventions(self) -> str:
@@ -121,7 +133,11 @@ class Registry:
                 f"implementation name {impl.name!r} is already registered by {old.origin}; "
                 "choose another name"
             )
-        kinds.named(impl.kind).workload(impl.workload)     # both must exist: ValueError if not
+        work = kinds.named(impl.kind).workload(impl.workload)   # both must exist: ValueError if not
+        if impl.forms is not None and (work.forms is None or not isinstance(impl.forms, work.forms)):
+            want = f"{work.forms.__name__}(...)" if work.forms is not None else "None (it has one form)"
+            raise ValueError(f"forms of {impl.name!r} must be {want} for workload {impl.workload!r}, "
+                             f"got {impl.forms!r}")
         self._impls[impl.name] = impl
         return impl
 
@@ -139,11 +155,13 @@ class Registry:
         library: Optional[str] = None,
         reference: bool = False,
         cuda: Optional[str] = None,
+        forms: Any = None,
     ) -> Callable[[Factory], Factory]:
         """Decorator for a factory; returns the factory unchanged so it stays testable. The kind
         follows from the workload (names are unique across kinds) unless given. `cuda` names a
         twin on the GPU: the same factory called with `device="cuda"` (it must take `device`),
-        registered once more under that name with everything else alike."""
+        registered once more under that name with everything else alike. `forms` declares the
+        forms of the workload it takes beyond the default (a rotary apply's `ApplyForms`)."""
         kind = kind or kinds.of_workload(workload).name
 
         def decorator(build: Factory) -> Factory:
@@ -153,7 +171,7 @@ class Registry:
                 workload=workload, kind=kind,
                 requires=tuple(requires or ()), library=library, reference=reference,
                 check=check, origin=getattr(build, "__module__", "?"),
-                doc=(build.__doc__ or "").strip().split("\n")[0],
+                doc=(build.__doc__ or "").strip().split("\n")[0], forms=forms,
             ))
             if cuda is not None:
                 self.add(replace(impl, name=cuda, device="cuda", doc=f"on the GPU: {impl.doc}",

@@ -7,7 +7,9 @@ first row and of the row steps r = 0 .. R-1: one sin and cos per column and chun
 one per element (float64 `sin` is ~20 ns an element, the two multiply-adds under 1 ns). Its
 error is a few float64 ulps, like the reference's own.
 
-The tolerance is harness.core.kinds.table.tolerance at the table's precision. That model is linear in
+The tolerance is harness.core.kinds.table.tolerance at the table's precision, by the contract that precision
+can meet (harness/core/contract.py): `exact` for float64 values, `float32` (angles as if formed
+in float32, never in the table's half dtype) for the rest. That model is linear in
 |position| for every column, so it is read off two positions and extended to each chunk; to
 it come the noise seen in the table and what a measured base, scale or amplitude may be off by.
 """
@@ -45,6 +47,12 @@ class Context:
     @property
     def eps(self) -> float:
         return eps(self.precision)
+
+    @property
+    def grade(self) -> str:
+        """The contract a table of this precision is matched at: float64 values carry float64
+        angles; any other precision float32's at least."""
+        return "exact" if self.precision == "float64" else "float32"
 
     @property
     def rounding(self) -> float:
@@ -140,7 +148,7 @@ class _Model:
         is_sin = np.zeros(d, dtype=bool)
         is_sin[plan.first_cols if not spec.cos_first else plan.second_cols] = True
         inv = np.where(live, freqs[k], 0.0)
-        two = tolerance(spec.replace(length=2, offset=0, dtype=ctx.precision))
+        two = tolerance(spec.replace(length=2, offset=0, dtype=ctx.precision), ctx.grade)
         fit = None
         if law is not None and law.measured:
             fit = 6.0 * spec.scale * inv * (law.log_scale_err + k * law.rate_err)

@@ -30,6 +30,18 @@ Inputs = Callable[[Any, int, int], tuple]
 Shape = Callable[[Any, int, int], tuple[int, ...]]
 #: (spec, inputs, reference, tolerance) -> (expected, allowed) for those inputs
 Expect = Callable[[Any, tuple, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+#: (spec, the implementation's declared forms) -> None, or why it does not take this case
+Accepts = Callable[[Any, Any], Optional[str]]
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """A tuple result's parts as returned (`shapes`), and how they become the one array the
+    reference is (`join`: stacked, by default; a rotary apply's q and k, which may differ in
+    layout and heads, in their canonical form)."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    join: Callable[[list], np.ndarray] = np.stack
 
 
 @dataclass(frozen=True)
@@ -46,13 +58,36 @@ class Workload:
     #: a compute-bound workload's float64 angles (one sin and one cos each): bench times the same
     #: count of float32 sines and cosines beside it, its compute roof (harness.bench.roofs)
     angles: Optional[Callable[[Any], np.ndarray]] = None
+    #: how a tuple result's parts are returned and joined; None: each of shape[1:], stacked
+    arrange: Optional[Callable[[Any, int, int], Arrangement]] = None
+    #: the type of the forms an implementation declares at registration (`register(forms=...)`);
+    #: None: this workload has one form only
+    forms: Optional[type] = None
+    #: whether an implementation declaring `forms` takes a case; None: every case
+    accepts: Optional[Accepts] = None
+    #: the names of `inputs`, for reasons (an out-of-place implementation that wrote into one)
+    input_names: tuple[str, ...] = ()
+    #: how a case hands its inputs over, added to a failure's reason (None: nothing to add)
+    describe: Optional[Callable[[Any], Optional[str]]] = None
     doc: str = ""
+
+    def arrangement(self, spec: Any, batch: int = 1, heads: int = 1) -> Arrangement:
+        if self.arrange is not None:
+            return self.arrange(spec, batch, heads)
+        shape = self.shape(spec, batch, heads)
+        return Arrangement(tuple(shape[1:] for _ in self.parts))
+
+    def why_not(self, spec: Any, forms: Any) -> Optional[str]:
+        """None when an implementation declaring `forms` takes the case `spec`, else why not."""
+        return self.accepts(spec, forms) if self.accepts is not None else None
 
     def arguments(self, spec: Any, batch: int = 1, heads: int = 1) -> tuple:
         return self.inputs(spec, batch, heads) if self.inputs is not None else ()
 
     def elements(self, spec: Any, batch: int = 1, heads: int = 1) -> int:
-        """Elements one call writes (every part's)."""
+        """Elements one call writes (every part's, as returned)."""
+        if self.parts:
+            return sum(math.prod(s) for s in self.arrangement(spec, batch, heads).shapes)
         return math.prod(self.shape(spec, batch, heads))
 
     def expected(self, spec: Any, args: tuple, reference: np.ndarray,
@@ -85,6 +120,8 @@ class Kind:
     bench_dtypes_quick: tuple[str, ...] = ("float32",)
     #: what bench's length and width axes are for this kind, for tables and plots
     axes: tuple[str, str] = ("positions", "d_model")
+    #: the `exact` contract's allowed |error| (harness.core.contract); None: a pass grades `float32`
+    exact: Optional[Callable[[Any], np.ndarray]] = None
     doc: str = ""
 
     @property

@@ -10,11 +10,12 @@ from __future__ import annotations
 from harness.core.kinds import Kind, Workload, add
 from harness.core.kinds.grid.cases import grid_cases
 from harness.core.kinds.grid.conventions import CONVENTIONS, bench_spec
-from harness.core.kinds.grid.reference import reference, tolerance
+from harness.core.kinds.grid.reference import exact_tolerance, reference, tolerance
 from harness.core.kinds.grid.spec import COORDS, LAYOUTS, GridSpec
 
 GRID = add(Kind(
-    name="grid", spec_type=GridSpec, reference=reference, tolerance=tolerance, cases=grid_cases,
+    name="grid", spec_type=GridSpec, reference=reference, tolerance=tolerance, exact=exact_tolerance,
+    cases=grid_cases,
     workloads=(
         Workload("grid", shape=lambda spec, batch, heads: (spec.rows, spec.d_model),
                  doc="build the [extra + prod(grid), d_model] table"),

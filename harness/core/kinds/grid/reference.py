@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.core.kinds.grid import plan
 from harness.core.kinds.grid.spec import GridSpec
-from harness.core.kinds.table.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps
+from harness.core.contract import C_ANGLE, C_FREQ, angle_bound, value_bound
 
 #: Computing a position ((i + start), a division by n or by a scale, 2 pi) rounds a few more
 #: times than the 1-D table's integer position: a few eps of relative angle error more.
@@ -29,16 +29,23 @@ def reference(spec: GridSpec) -> np.ndarray:
     return out
 
 
-def tolerance(spec: GridSpec) -> np.ndarray:
-    """Per-element allowed |error|: eps * (C_VALUE + |theta| * (C_ANGLE + C_POSITION +
-    C_FREQ |ln inv_freq_k|)), as harness/core/kinds/table/tolerance.py argues for the 1-D table."""
-    out = np.full((spec.rows, spec.d_model), eps(spec.dtype) * C_VALUE)
+def tolerance(spec: GridSpec, grade: str = "float32") -> np.ndarray:
+    """Per-element allowed |error| of the `grade` contract (harness/core/contract.py): C_VALUE
+    ulps of the output dtype + the angle's error as if formed in that grade's precision, with a
+    relative angle error of C_ANGLE + C_POSITION + C_FREQ |ln inv_freq_k| eps. The extra rows
+    are zeros: C_VALUE ulps."""
+    out = np.full((spec.rows, spec.d_model), value_bound(spec.dtype, grade))
     cells = out[spec.extra:].reshape(*spec.grid, spec.d_model)
     for columns in plan.column_plan(spec):
         freqs = plan.inv_freq(spec, columns.axis)
         gain = C_ANGLE + C_POSITION + C_FREQ * np.abs(np.log(freqs))
-        slack = np.abs(plan.angles(spec, columns.axis)) * gain[None, :]
-        allowed = eps(spec.dtype) * (C_VALUE + plan.along(spec, columns.axis, slack))
+        bound = angle_bound(spec.dtype, plan.angles(spec, columns.axis), gain[None, :], grade)
+        allowed = plan.along(spec, columns.axis, bound)
         cells[..., columns.first] = allowed
         cells[..., columns.second] = allowed
     return out
+
+
+def exact_tolerance(spec: GridSpec) -> np.ndarray:
+    """The `exact` contract: a few ulps of the output dtype everywhere."""
+    return tolerance(spec, "exact")

@@ -4,17 +4,22 @@ Two workloads. `cache` builds `(cos, sin)`, each `[length, rot]` in the spec's d
 `cos[p, j] = attention_scaling * cos((offset + p) * inv_freq[f(j)])`, f(j) = j % n_freq for the
 "half" layout (neox / Llama rotate_half) and j // 2 for "interleaved" (GPT-J). `apply` takes q and
 k `[batch, heads, seq, head_dim]` and int64 positions `[seq]`, and returns both rotated in their
-first `rot` dims. See docs/rotary.md.
+first `rot` dims. An apply implementation may declare other forms it takes (`ApplyForms`: the
+`[batch, seq, heads, head_dim]` layout, k with fewer heads than q, position ids `[batch, seq]`,
+in place); the spec's apply fields say which form a case is (forms.py). See docs/rotary.md.
 """
 
 from __future__ import annotations
 
 from harness.core.kinds import Kind, Workload, add
-from harness.core.kinds.rotary.apply import apply_expected, apply_inputs, apply_shape
+from typing import Any, Optional
+
+from harness.core.kinds.rotary.apply import apply_arrangement, apply_expected, apply_inputs, apply_shape
 from harness.core.kinds.rotary.cases import rotary_cases
+from harness.core.kinds.rotary.forms import ApplyForms, describe_case, is_apply_form
 from harness.core.kinds.rotary.reference import apply_reference, cache_reference
 from harness.core.kinds.rotary.spec import LAYOUTS, ROPE_TYPES, RotarySpec
-from harness.core.kinds.rotary.tolerance import apply_tolerance, cache_tolerance
+from harness.core.kinds.rotary.tolerance import apply_tolerance, cache_tolerance, exact_cache_tolerance
 
 #: Named conventions: bench times the first an implementation supports.
 CONVENTIONS: dict[str, dict] = {
@@ -22,7 +27,25 @@ CONVENTIONS: dict[str, dict] = {
     "gptj": {"layout": "interleaved"},
     "llama3": {"layout": "half", "rope_type": "llama3", "base": 500000.0, "factor": 8.0,
                "original_max_position_embeddings": 8192},
+    # apply as kernels take it (forms.py): k with half q's heads, position ids per sequence,
+    # sequence first (FlashAttention, vLLM) or heads first (Liger); `bench --convention` picks one
+    "gqa-bshd": {"layout": "half", "qk_layout": "bshd", "kv_heads": 2, "position_ids": "batch"},
+    "gqa-bhsd": {"layout": "half", "kv_heads": 2, "position_ids": "batch"},
 }
+
+
+def _cache_takes(spec: RotarySpec, forms: Any) -> Optional[str]:
+    if is_apply_form(spec):
+        return f"a case of apply's forms ({describe_case(spec)}): the cache is the same for every form"
+    return None
+
+
+def _apply_takes(spec: RotarySpec, forms: ApplyForms) -> Optional[str]:
+    return forms.why_not(spec)
+
+
+def _apply_case(spec: RotarySpec) -> Optional[str]:
+    return f"this case: {describe_case(spec)}" if is_apply_form(spec) else None
 
 
 def bench_spec(length: int, width: int, dtype: str, convention: str) -> RotarySpec:
@@ -32,12 +55,14 @@ def bench_spec(length: int, width: int, dtype: str, convention: str) -> RotarySp
 
 ROTARY = add(Kind(
     name="rotary", spec_type=RotarySpec, reference=cache_reference, tolerance=cache_tolerance,
-    cases=rotary_cases,
+    exact=exact_cache_tolerance, cases=rotary_cases,
     workloads=(
         Workload("cache", shape=lambda spec, batch, heads: (2, spec.length, spec.rot), parts=("cos", "sin"),
-                 doc="build the (cos, sin) cache, each [length, rot]"),
+                 accepts=_cache_takes, doc="build the (cos, sin) cache, each [length, rot]"),
         Workload("apply", shape=apply_shape, parts=("q", "k"), inputs=apply_inputs, expect=apply_expected,
-                 batched=True, heads=True, doc="rotate q and k [batch, heads, seq, head_dim] at int64 positions [seq]"),
+                 batched=True, heads=True, arrange=apply_arrangement, forms=ApplyForms, accepts=_apply_takes,
+                 input_names=("q", "k", "position_ids"), describe=_apply_case,
+                 doc="rotate q and k [batch, heads, seq, head_dim] at int64 positions [seq] (or a declared form)"),
     ),
     conventions=CONVENTIONS, bench_spec=bench_spec,
     bench_sizes=((512, 4096, 32768), (64, 128)),
@@ -48,5 +73,5 @@ ROTARY = add(Kind(
     doc="rotary position embeddings (RoPE): the cos/sin cache and its apply to q and k",
 ))
 
-__all__ = ["CONVENTIONS", "LAYOUTS", "ROPE_TYPES", "ROTARY", "RotarySpec", "apply_reference",
-           "apply_tolerance", "bench_spec", "cache_reference", "cache_tolerance"]
+__all__ = ["ApplyForms", "CONVENTIONS", "LAYOUTS", "ROPE_TYPES", "ROTARY", "RotarySpec", "apply_reference",
+           "apply_tolerance", "bench_spec", "cache_reference", "cache_tolerance", "exact_cache_tolerance"]

@@ -1,8 +1,11 @@
-"""The rotary verify cases: every rope_type, both layouts, partial rotary, offsets, every dtype.
+"""The rotary verify cases: every rope_type, both layouts, partial rotary, offsets, every dtype,
+head_dims that are not powers of two, and apply in the forms kernels take.
 
 Cheap on purpose (every registered implementation runs all of them, cache and apply): the
 largest is one long context of 131 072 positions at head_dim 4. Offsets put float16 past 2048
-and bfloat16 past 256, where positions stop being exact in those dtypes.
+and bfloat16 past 256, where positions stop being exact in those dtypes. The apply forms (forms.py:
+sequence-first q and k, k with fewer heads than q down to one, position ids per sequence) are
+cases of their own, which the cache workload and implementations that did not declare them skip.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ _FLOAT32: list[dict] = [
     dict(_LONGROPE, length=200),                          # short factors: seq <= ompe
     dict(_LONGROPE, length=512, layout="interleaved"),    # long factors
     dict(_LONGROPE, length=10, offset=300),               # long by its offset alone
+    dict(head_dim=112, layout="interleaved", length=100),
+    dict(head_dim=192, rotary_dim=64, length=100, kv_heads=1),   # DeepSeek: 64 rotated of 192
 ]
 
 #: Conventions checked in every other dtype.
@@ -53,6 +58,16 @@ _EVERY_DTYPE: list[dict] = [
     dict(length=64, offset=4000),                         # float16 positions inexact past 2048
     dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=64, layout="interleaved"),
     dict(rope_type="llama3", factor=8.0, original_max_position_embeddings=8192, base=500000.0),
+]
+
+#: Apply's forms (each in every dtype, the first three in quick runs): k with fewer heads than q
+#: (down to one), sequence-first q and k, position ids per sequence, a head_dim that is not a
+#: power of two with partial rotary (Phi-2: 80, 32 rotated) and one without (96).
+_FORMS: list[dict] = [
+    dict(qk_layout="bshd", kv_heads=1),
+    dict(position_ids="batch", kv_heads=2, length=100, offset=3000),
+    dict(head_dim=80, rotary_dim=32, qk_layout="bshd", position_ids="batch", length=100),
+    dict(head_dim=96, length=100),
 ]
 
 _QUICK = 6
@@ -68,6 +83,7 @@ def rotary_cases(quick: bool = False, n_random: int = 4, seed: int = 0) -> list[
     for dtype in DTYPES:
         if dtype != "float32":
             specs.extend(_spec(dtype, fields) for fields in _EVERY_DTYPE[: 2 if quick else None])
+        specs.extend(_spec(dtype, fields) for fields in _FORMS[: 3 if quick else None])
     if not quick:
         specs.extend(random_specs(n_random, seed))
     return specs

@@ -47,8 +47,8 @@ def partner(spec: RotarySpec) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rotate(spec: RotarySpec, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-    """x `[..., seq, head_dim]` rotated in float64 by per-row cos, sin `[seq, rot]`; the dims past
-    rot pass through."""
+    """x `[batch, heads, seq, head_dim]` rotated in float64 by cos, sin `[seq, rot]` (or
+    `[batch, 1, seq, rot]`, one row per sequence); the dims past rot pass through."""
     x = np.asarray(x, dtype=np.float64)
     out = x.copy()
     cols, sign = partner(spec)
@@ -57,9 +57,53 @@ def rotate(spec: RotarySpec, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) ->
     return out
 
 
+def heads_first(spec: RotarySpec, x: np.ndarray) -> np.ndarray:
+    """q or k as `[batch, heads, seq, head_dim]` from the spec's qk_layout (a view)."""
+    x = np.asarray(x)
+    return np.swapaxes(x, 1, 2) if spec.qk_layout == "bshd" else x
+
+
+def cache_rows(spec: RotarySpec, table: np.ndarray, position_ids: np.ndarray) -> np.ndarray:
+    """The rows of one cache table at the position ids, shaped to broadcast over heads-first q:
+    `[seq, rot]` for `[seq]` ids, `[batch, 1, seq, rot]` for `[batch, seq]`."""
+    rows = table[np.asarray(position_ids, dtype=np.int64) - spec.offset]
+    return rows[:, None] if rows.ndim == 3 else rows
+
+
+def canonical(spec: RotarySpec, q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """q and k (in the spec's qk_layout) in the form the apply workload is compared in, whatever
+    form they were handed over in: `stacked(heads_first(q), heads_first(k))`."""
+    return stacked(heads_first(spec, q), heads_first(spec, k))
+
+
+def stacked(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Heads-first q and k, k's heads repeated to q's (each k head serves q_heads / kv_heads
+    consecutive q heads), stacked `[2, batch, q_heads, seq, head_dim]`."""
+    return np.stack([q, np.repeat(k, q.shape[1] // k.shape[1], axis=1)])
+
+
 def apply_reference(spec: RotarySpec, q: np.ndarray, k: np.ndarray, position_ids: np.ndarray,
                     cache: np.ndarray | None = None) -> np.ndarray:
-    """q and k rotated by the cache rows at `position_ids`, stacked `[2, batch, heads, seq, head_dim]`."""
+    """q and k rotated by the cache rows at `position_ids`, in the canonical stacked form
+    `[2, batch, q_heads, seq, head_dim]` (`canonical`). q and k are in the spec's qk_layout;
+    position ids are `[seq]` or `[batch, seq]` integers (refused otherwise, naming the shape)."""
+    check_position_ids(spec, q, position_ids)
     cos, sin = cache_reference(spec) if cache is None else cache
-    rows = np.asarray(position_ids, dtype=np.int64) - spec.offset
-    return np.stack([rotate(spec, q, cos[rows], sin[rows]), rotate(spec, k, cos[rows], sin[rows])])
+    cos, sin = cache_rows(spec, cos, position_ids), cache_rows(spec, sin, position_ids)
+    return stacked(rotate(spec, heads_first(spec, q), cos, sin),
+                   rotate(spec, heads_first(spec, k), cos, sin))
+
+
+def check_position_ids(spec: RotarySpec, q: np.ndarray, position_ids: np.ndarray) -> None:
+    """ValueError unless the position ids are integers `[seq]` (or `[batch, seq]` where the spec's
+    position_ids is "batch") within offset .. offset + length - 1."""
+    batch, _, seq, _ = heads_first(spec, q).shape
+    want = (batch, seq) if spec.position_ids == "batch" else (seq,)
+    ids = np.asarray(position_ids)
+    if ids.shape != want or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"position_ids must be integers of shape {list(want)} "
+                         f"({'[batch, seq]' if len(want) == 2 else '[seq]'}), "
+                         f"got {ids.dtype} of shape {list(ids.shape)}")
+    if ids.size and (ids.min() < spec.offset or ids.max() > spec.max_position):
+        raise ValueError(f"position_ids must lie in {spec.offset} .. {spec.max_position} (the cache's "
+                         f"positions), got {ids.min()} .. {ids.max()}")

@@ -18,6 +18,7 @@ import numpy as np
 from harness.core.kinds.fields import (DTYPE, FLAG, MAX_ANGLE, MAX_POSITION, Rule, check_fields,
                                        integer, is_finite, is_int, number, one_of)
 from harness.core.kinds.rotary import scaling
+from harness.core.kinds.rotary.forms import POSITION_IDS, QK_LAYOUTS
 from harness.core.kinds.rotary.rope_types import REQUIRES, ROPE_TYPES, SCALING_FIELDS, USES
 from harness.core.record import SpecRecord
 
@@ -33,6 +34,8 @@ RULES: dict[str, Rule] = {
     "attention_factor": number(above=0).or_none(False), "mscale": number().or_none(False),
     "mscale_all_dim": number().or_none(False), "truncate": FLAG,
     "original_max_position_embeddings": integer(2).or_none(), "max_position_embeddings": integer(2).or_none(),
+    "qk_layout": one_of(QK_LAYOUTS), "kv_heads": integer(1, note="k's heads; None: as many as q's").or_none(),
+    "position_ids": one_of(POSITION_IDS),
 }
 
 
@@ -61,6 +64,10 @@ class RotarySpec(SpecRecord):
     mscale: Optional[float] = None
     mscale_all_dim: Optional[float] = None
     truncate: bool = True
+    #: apply only (forms.py): how q, k and the position ids are handed over; the cache is the same
+    qk_layout: str = "bhsd"
+    kv_heads: Optional[int] = None
+    position_ids: str = "seq"
 
     def __post_init__(self) -> None:
         check_fields(self, RULES)

@@ -14,7 +14,7 @@ from harness.core.kinds.table.conventions import CONVENTIONS
 from harness.core.kinds import Kind, Workload, add
 from harness.core.kinds.table.reference import reference
 from harness.core.kinds.table.spec import Spec
-from harness.core.kinds.table.tolerance import eps, tolerance
+from harness.core.kinds.table.tolerance import eps, exact_tolerance, tolerance
 
 #: The batch of x that verify's forward cases use.
 FORWARD_BATCH = 2
@@ -40,13 +40,14 @@ def _bench_spec(length: int, width: int, dtype: str, convention: str) -> Spec:
 
 
 TABLE = add(Kind(
-    name="table", spec_type=Spec, reference=reference, tolerance=tolerance, cases=default_cases,
+    name="table", spec_type=Spec, reference=reference, tolerance=tolerance, exact=exact_tolerance,
+    cases=default_cases,
     workloads=(
         Workload("table", shape=lambda spec, batch, heads: (spec.length, spec.d_model),
                  doc="build the [length, d_model] table"),
         Workload("forward", shape=lambda spec, batch, heads: (batch, spec.length, spec.d_model),
                  inputs=lambda spec, batch, heads: (forward_input(spec, batch),),
-                 expect=_forward_expected, batched=True,
+                 expect=_forward_expected, batched=True, input_names=("x",),
                  doc="x + PE for x of shape [batch, length, d_model]"),
     ),
     conventions=CONVENTIONS, bench_spec=_bench_spec,

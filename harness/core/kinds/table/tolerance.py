@@ -1,49 +1,23 @@
-"""How far from the float64 reference an honest implementation may be.
+"""The 1-D table's tolerance: the angle contract (harness/core/contract.py) at its own angles.
 
-A fixed atol either hides bugs at small positions or flags honest rounding at
-large ones, so the bound scales with each element's angle. For an element of
-angle theta at frequency k, computed directly in a dtype of machine epsilon eps:
-
-    tol = eps * (C_VALUE + |theta| * (C_ANGLE + C_FREQ * |ln inv_freq_k|))
-
-- `C_VALUE` ulps of 1.0 cover rounding the result and the libm's sin/cos.
-- `|theta| * C_ANGLE` covers rounding position, frequency and product: the
-  angle carries a relative error of a few eps, which sin turns into an
-  absolute error of |theta| times that.
-- `|theta| * 2 |ln inv_freq_k|` covers the frequency itself: `base ** (-k/D)`
-  or `exp(-k ln(base) / D)` round the exponent (once or twice), and exp
-  amplifies that to a relative error of |ln inv_freq_k| * eps per rounding.
-
-Implementations that do better (float64 angles, angle addition) pass easily;
-a wrong convention, a shifted position or float16 angles in a float32 table
-exceed it by orders of magnitude.
+For column k of angle theta = (p + offset) * scale * inv_freq_k the relative angle error is
+C_ANGLE eps (position, frequency, product) plus C_FREQ |ln inv_freq_k| eps (the exponent of
+`base ** (-k/D)`, amplified by exp). Implementations that do better (float64 angles, angle
+addition) meet the `exact` contract; a wrong convention, a shifted position or angles formed in
+a half dtype exceed the `float32` one by orders of magnitude.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from harness.core.contract import C_ANGLE, C_FREQ, C_VALUE, EPS, angle_bound, eps  # noqa: F401 (re-exported)
 from harness.core.kinds.table.reference import column_plan, inv_freq, positions
 from harness.core.kinds.table.spec import Spec
 
-C_VALUE = 4.0
-C_ANGLE = 4.0
-C_FREQ = 2.0
 
-EPS = {
-    "float16": float(np.finfo(np.float16).eps),
-    "bfloat16": 2.0**-7,
-    "float32": float(np.finfo(np.float32).eps),
-    "float64": float(np.finfo(np.float64).eps),
-}
-
-
-def eps(dtype: str) -> float:
-    return EPS[dtype]
-
-
-def tolerance(spec: Spec) -> np.ndarray:
-    """Per-element allowed absolute error, shape [length, d_model]."""
+def tolerance(spec: Spec, grade: str = "float32") -> np.ndarray:
+    """Per-element allowed absolute error, shape [length, d_model], of the `grade` contract."""
     freqs = inv_freq(spec)
     slope = np.zeros(spec.d_model)          # |theta| per unit position, per column
     gain = np.full(spec.d_model, C_ANGLE)   # relative angle error per column, in eps
@@ -52,5 +26,10 @@ def tolerance(spec: Spec) -> np.ndarray:
         slope[cols] = spec.scale * freqs[k]
         gain[cols] += C_FREQ * np.abs(np.log(freqs[k]))
     theta = np.abs(positions(spec))[:, None] * slope[None, :]
-    return eps(spec.dtype) * (C_VALUE + theta * gain[None, :])
+    return angle_bound(spec.dtype, theta, gain[None, :], grade)
+
+
+def exact_tolerance(spec: Spec) -> np.ndarray:
+    """The `exact` contract: a few ulps of the output dtype at every position."""
+    return tolerance(spec, "exact")
 

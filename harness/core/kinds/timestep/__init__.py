@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from harness.core.kinds import Kind, Workload, add
 from harness.core.kinds.timestep.cases import CONVENTIONS, bench_spec, timestep_cases
-from harness.core.kinds.timestep.reference import angles, reference, tolerance
+from harness.core.kinds.timestep.reference import angles, exact_tolerance, reference, tolerance
 from harness.core.kinds.timestep.spec import TimestepSpec
 
 __all__ = ["TIMESTEP", "TimestepSpec", "CONVENTIONS"]
 
 TIMESTEP = add(Kind(
-    name="timestep", spec_type=TimestepSpec, reference=reference, tolerance=tolerance,
+    name="timestep", spec_type=TimestepSpec, reference=reference, tolerance=tolerance, exact=exact_tolerance,
     cases=timestep_cases,
     workloads=(Workload("timestep", shape=lambda spec, batch, heads: (spec.count, spec.dim),
                         angles=angles, doc="embed the spec's timesteps: [len(timesteps), dim]"),),

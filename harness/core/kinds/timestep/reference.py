@@ -4,12 +4,12 @@ The reference is deliberately plain: frequencies and angles in float64, NumPy's 
 (correctly range-reduced), the two blocks written into their columns. tests/timestep_oracle.py
 checks it at 50 digits with code it shares nothing with.
 
-The tolerance is the 1-D table's (harness.core.kinds.table.tolerance), with one difference: the angle
-term uses the eps of the precision the angle is computed in, which for float16 and bfloat16
-output is float32. Every library computes a half-precision model's embedding in float32 and
-rounds it once (diffusers' `.float()`, guided-diffusion's `timesteps.float()`): a timestep
-rounded to float16 (spacing 0.5 near 1000) or bfloat16 (spacing 4) is not a rounding error
-but another timestep, and must fail.
+The tolerance is the angle contract (harness/core/contract.py): a few ulps of the output dtype
+plus the angle's error as if formed in float32 (float64 for `exact`), whatever the output dtype.
+Every library computes a half-precision model's embedding in float32 and rounds it once
+(diffusers' `.float()`, guided-diffusion's `timesteps.float()`): a timestep rounded to float16
+(spacing 0.5 near 1000) or bfloat16 (spacing 4: 999 becomes 1000) is not a rounding error but
+another timestep, and must fail.
 """
 
 from __future__ import annotations
@@ -19,10 +19,7 @@ import math
 import numpy as np
 
 from harness.core.kinds.timestep.spec import TimestepSpec
-from harness.core.kinds.table.tolerance import C_ANGLE, C_FREQ, C_VALUE, eps
-
-#: The precision a half-precision embedding's angles are computed in.
-HALF_DTYPES = ("float16", "bfloat16")
+from harness.core.contract import C_ANGLE, C_FREQ, angle_bound, value_bound
 
 
 def frequencies(spec: TimestepSpec) -> np.ndarray:
@@ -46,21 +43,20 @@ def reference(spec: TimestepSpec) -> np.ndarray:
     return out
 
 
-def angle_eps(dtype: str) -> float:
-    """eps of the precision the angles are computed in: float32 for the half dtypes."""
-    return eps("float32") if dtype in HALF_DTYPES else eps(dtype)
-
-
-def tolerance(spec: TimestepSpec) -> np.ndarray:
-    """Per-element allowed absolute error `[count, dim]`: a few ulps of the output dtype for the
-    rounding of the value, plus |angle| times a few eps of the angle's precision (the rounding
-    of t, the frequency and the product), plus |angle| |ln freq_k| eps (exp amplifies the
-    rounding of its exponent). The zero column is allowed the value term only."""
+def tolerance(spec: TimestepSpec, grade: str = "float32") -> np.ndarray:
+    """Per-element allowed absolute error `[count, dim]` of the `grade` contract: C_VALUE ulps of
+    the output dtype for the rounding of the value, plus |angle| times a few eps of the angle's
+    precision (the rounding of t, the frequency and the product), plus |angle| |ln freq_k| eps
+    (exp amplifies the rounding of its exponent). The zero column is allowed the value term only."""
     freqs = frequencies(spec)
     gain = C_ANGLE + C_FREQ * np.abs(np.log(freqs))
-    theta = np.abs(angles(spec))
-    allowed = np.full((spec.count, spec.dim), eps(spec.dtype) * C_VALUE)
-    angle_term = angle_eps(spec.dtype) * theta * gain[None]
-    allowed[:, :spec.half] += angle_term
-    allowed[:, spec.half:2 * spec.half] += angle_term
+    allowed = np.full((spec.count, spec.dim), value_bound(spec.dtype, grade))
+    bound = angle_bound(spec.dtype, angles(spec), gain[None], grade)
+    allowed[:, :spec.half] = bound
+    allowed[:, spec.half:2 * spec.half] = bound
     return allowed
+
+
+def exact_tolerance(spec: TimestepSpec) -> np.ndarray:
+    """The `exact` contract: a few ulps of the output dtype at every timestep."""
+    return tolerance(spec, "exact")
