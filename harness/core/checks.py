@@ -99,7 +99,8 @@ def error_ratio(got: np.ndarray, expected: np.ndarray, allowed: np.ndarray,
     where; a ratio above 1 fails; and the contract met (`contract.grade`: within `exact` too is
     `exact`). Pure: arrays in, a Comparison out."""
     err = np.abs(got.astype(np.float64) - expected)
-    ratio = err / allowed
+    with np.errstate(over="ignore"):        # an error where the value must be unchanged: inf
+        ratio = err / allowed
     flat = int(np.argmax(ratio))
     idx = np.unravel_index(flat, ratio.shape)
     worst = (int(idx[-2]), int(idx[-1])) if len(idx) >= 2 else (int(idx[0]), -1)  # a 1-D kind

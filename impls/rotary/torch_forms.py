@@ -16,8 +16,8 @@ from harness.core.inplace import InPlace
 from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.registry import register
 
-from ._rotary_support import EVERY_SPEC
-from ._rotary_tables import pair_slices
+from ._supports import EVERY_SPEC
+from ._tables import pair_slices
 
 #: Every form: both layouts, GQA, per-sequence positions (in place or not).
 FORMS = ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True)
