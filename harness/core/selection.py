@@ -20,8 +20,14 @@ def select(impls: Iterable[Implementation], only: Sequence[str] = (),
     except that a sweep (`timing`) leaves out the correctness references (registered with
     `reference=True`: impls/table/library_conventions.py) unless a glob names them."""
     if only:
-        return [i for i in impls if any(fnmatch.fnmatch(i.name, g) for g in only)]
+        return [i for i in impls if matches(i.name, only)]
     return [i for i in impls if not (timing and i.reference)]
+
+
+def matches(name: str, only: Sequence[str]) -> bool:
+    """Whether an implementation called `name` is one the `only` globs select (a run's rows
+    are filtered by name, their implementations long gone)."""
+    return any(fnmatch.fnmatch(name, g) for g in only)
 
 
 def chosen(impls: Sequence[Implementation], only: Sequence[str] = (),

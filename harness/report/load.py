@@ -8,7 +8,6 @@ of bench.csv and the journal to trust is harness.report.source's decision.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
 
+from harness.core.selection import matches
 from harness.report import source
 from harness.runs import journal
 
@@ -82,7 +82,7 @@ def load_run(path: Path | str, only: Sequence[str] = (), keep: Sequence[str] = (
     bench = _normalise_bench(rows.frame, rows.source)
     bench["samples_s"] = _rounds(path, bench)
     if only:
-        wanted = bench["impl"].map(lambda n: n in keep or any(fnmatch.fnmatch(n, g) for g in only))
+        wanted = bench["impl"].map(lambda n: n in keep or matches(n, only))
         bench = bench[wanted | bench["is_roof"]].reset_index(drop=True)
     verify_csv = path / "verify.csv"
     verify = _normalise_verify(_read_csv(verify_csv), verify_csv) if verify_csv.is_file() else None

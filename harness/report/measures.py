@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from harness.runs.identity import TASK
+from harness.runs.identity import SIBLING, TASK
 from harness.util import units
 
 #: The default baseline of each workload: the seed NumPy table and the NumPy `x + PE`; for the
@@ -143,7 +143,7 @@ def thread_scaling(frame: pd.DataFrame) -> pd.DataFrame:
     if span is None:
         return pd.DataFrame(columns=["impl", "dtype", "length", "d_model", "elements", "scaling"])
     lo, hi = span
-    key = ["workload", "impl", "device", "length", "d_model", "dtype", "batch", "elements"]
+    key = [*SIBLING, "elements"]
     few = ok[ok["threads"] == lo].set_index(key)["median_s"]
     many = ok[ok["threads"] == hi].set_index(key)["median_s"]
     return (few / many).dropna().rename("scaling").reset_index()
