@@ -252,3 +252,36 @@ def test_a_hanging_implementation_costs_one_timeout_per_sweep(tmp_path):
     mine = rows[rows["impl"] == "adv-hang"]
     assert list(mine["status"]) == ["timeout"] * 3
     assert sum(mine["reason"].str.startswith("not run: an earlier cell")) == 2
+
+
+def test_a_faked_clock_is_caught_by_the_supervisors_own(tmp_path):
+    """perf_counter patched at import to run 50x slow: every cell of the worker is flagged."""
+    plugin = write(tmp_path, "bench_clock", textwrap.dedent('''
+        import time
+        from harness import reference
+        _real = time.perf_counter
+        time.perf_counter = lambda: _real() / 50
+        @register(name="adv-clock", backend="numpy", supports=ONE)
+        def build(spec):
+            return lambda: reference(spec).astype(spec.dtype)
+        '''))
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "8", "--max-time", "0.05")
+    assert code == 0, text
+    mine = rows[rows["impl"] == "adv-clock"].iloc[0]
+    assert mine["status"] == "ok" and "clock: its timer counted" in mine["flags"], text
+
+
+def test_a_time_below_a_fill_of_the_same_bytes_is_implausible(tmp_path):
+    """A fresh row broadcast to the table's shape: finite, of the right shape and dtype, a new
+    buffer each call, and returned far faster than any fill of the table's bytes. Flagged, so
+    never recommended (verify fails its values)."""
+    plugin = write(tmp_path, "bench_empty", textwrap.dedent('''
+        @register(name="adv-empty", backend="numpy", supports=ONE)
+        def build(spec):
+            shape = (spec.length, spec.d_model)
+            return lambda: np.broadcast_to(np.zeros(spec.d_model, spec.dtype), shape)
+        '''))
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "4096", "--d-models", "1024")
+    assert code == 0, text
+    mine = rows[rows["impl"] == "adv-empty"].iloc[0]
+    assert mine["status"] == "ok" and "implausible: " in mine["flags"], text

@@ -150,6 +150,9 @@ class Outcome:
     #: per-call seconds of up to MAX_SAMPLES of the timed rounds, in the order they ran
     #: (the compare gate's statistical test reads them: harness.report.gate)
     samples_s: tuple[float, ...] = ()
+    #: seconds the cell's own timer counted over calibration and the timed rounds; the
+    #: supervisor holds them against its own clock (harness.bench.supervisor)
+    timer_s: float = math.nan
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

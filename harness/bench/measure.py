@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from harness.bench import contention, modes, peak, validity
 from harness.bench.cells import Cell, Outcome, thin
@@ -40,7 +40,8 @@ def error_reason(stage: str, exc: BaseException) -> str:
 
 
 def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: str,
-            timing: Timing = Timing(), meter: contention.Meter = contention.sample) -> Outcome:
+            timing: Timing = Timing(), meter: contention.Meter = contention.sample,
+            on_timing: Callable[[], None] = lambda: None) -> Outcome:
     """Time `impl` on `cell` with the pytest-benchmark fixture; an exception becomes an error,
     an invalid result or a lookup (harness.bench.validity) an `invalid` row, untimed. `meter`
     samples the machine's load after setup and after the timed rounds (harness.bench.contention)."""
@@ -93,7 +94,11 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
                                     peak_bytes=done["peak_bytes"], peak_method=done["peak_method"],
                                     thread_settings=thread_settings,
                                     calls_per_round=rounds.calls)
+        timer = modes.clock(cell.device)      # the cell's timer, as pytest-benchmark's
+        on_timing()                           # the supervisor starts its own clock
+        start = timer()
         rounds.run(benchmark)
+        done["timer_s"] = timer() - start
     except modes.NotCapturable as exc:
         return _outcome("skip", error_reason("not capturable as a CUDA graph", exc), samples,
                         meter, done)

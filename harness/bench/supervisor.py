@@ -73,6 +73,7 @@ class Supervisor:
         self.plugins = tuple(plugins)
         self.timing, self.limits, self.on_row = timing, limits, on_row
         self.hung: set[str] = set()           # implementations that timed out once
+        self.timing_since: dict[str, float] = {}   # key -> when its timed rounds began, by us
         self.journal = self.run_dir / journal.FILENAME
         self.reader = journal.JournalReader(self.journal)
         self.reader.poll()            # rows from before (--resume) are not news
@@ -159,6 +160,8 @@ class Supervisor:
             self._drain(done)
             beat = _read_heartbeat(heartbeat)
             key = beat["key"] if beat else None
+            if beat and beat.get("phase") == "timing":
+                self.timing_since.setdefault(key, time.monotonic())
             running = key if key in cells and key not in done else None
             if exited:
                 if running:
@@ -184,9 +187,40 @@ class Supervisor:
         return done
 
     def _drain(self, done: set[str]) -> None:
-        for new in self.reader.poll():
+        news = self.reader.poll()
+        while news:
+            self._take(news, done)
+            news = self.reader.poll()     # with any row flagged just now
+
+    def _take(self, news: list[dict[str, Any]], done: set[str]) -> None:
+        for new in news:
             done.add(new["key"])
+            since = self.timing_since.pop(new["key"], None)
+            disagreement = clock_disagreement(new, time.monotonic() - since) if since else ""
+            if disagreement:       # the row again, flagged: the journal keeps the last one
+                journal.append(self.journal, {**new, "clock": disagreement})
+                continue           # read back (and passed on) at the next poll
             self.on_row(new)
+
+
+#: The supervisor checks a worker's timer over timed rounds of at least CLOCK_MIN_S of its own
+#: wall time; the two may differ by CLOCK_SLACK times (plus its polling) before a cell is flagged.
+CLOCK_MIN_S = 1.0
+CLOCK_SLACK = 3.0
+
+
+def clock_disagreement(new: dict[str, Any], wall_s: float) -> str:
+    """'clock: ...' when a row timed ok reports timed rounds (`timer_s`) its worker's timer
+    cannot have counted in the `wall_s` the supervisor saw them take, else ''."""
+    timer_s = new.get("timer_s")
+    if new.get("status") != "ok" or new.get("clock") or not isinstance(timer_s, (int, float)):
+        return ""
+    slow = wall_s > CLOCK_MIN_S and timer_s < wall_s / CLOCK_SLACK
+    fast = timer_s > CLOCK_SLACK * wall_s + 2 * POLL_S
+    if not (slow or fast):
+        return ""
+    return (f"clock: its timer counted {timer_s:.3g} s of timed rounds that took {wall_s:.3g} s "
+            "by bench's own clock (a worker whose clock is not the machine's)")
 
 
 def _read_heartbeat(path: Path) -> Optional[dict[str, Any]]:

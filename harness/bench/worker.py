@@ -45,11 +45,11 @@ class Worker:
         self.history = journal.read_all(self.journal)
         #: (implementation, dtype) called in this process so far: their next first call is warm
         self.called: set[tuple[str, str]] = set()
+        self.cell_started = time.time()
 
     def run(self, cell: Cell, benchmark: Any) -> None:
         """Announce, maybe skip, measure and record one cell."""
-        io.write_text(Path(self.config.heartbeat),
-                      json.dumps({"key": cell.key, "time": time.time(), "pid": os.getpid()}))
+        self._beat(cell)
         reason = budget.skip_reason(cell, self.history, self.config.timing, self.config.limits)
         if reason:
             self._record(cell, Outcome("skip", reason, thread_settings=self.thread_settings))
@@ -68,12 +68,22 @@ class Worker:
     def _measure(self, impl: Implementation, cell: Cell, benchmark: Any) -> Outcome:
         """Measure, and say whether the first call found this implementation's caches cold."""
         warm = (cell.impl, cell.dtype) in self.called
-        outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing)
+        outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing,
+                          on_timing=lambda: self._beat(cell, "timing"))
         if not math.isnan(outcome.build_s):        # built: its first call ran, or tried to
             self.called.add((cell.impl, cell.dtype))
         if math.isnan(outcome.first_call_s):
             return outcome
         return replace(outcome, first_call="warm" if warm else "cold")
+
+    def _beat(self, cell: Cell, phase: str = "") -> None:
+        """The heartbeat: the cell now running, since when, and (`timing`) that its timed
+        rounds start now."""
+        if not phase:
+            self.cell_started = time.time()
+        io.write_text(Path(self.config.heartbeat),
+                      json.dumps({"key": cell.key, "time": self.cell_started, "pid": os.getpid(),
+                                  "phase": phase}))
 
     @staticmethod
     def _implementation(cell: Cell) -> Implementation:

@@ -62,6 +62,9 @@ def _rules() -> str:
             "measured from the cell's first call to its last round; where it was not measured, a "
             f"1-minute load average above the cores plus {LOAD_MARGIN:g}), or when it ran over "
             f"{THREAD_SLOWDOWN:g}x slower at N threads than at 1 (threads that wait for cores). "
+            "A cell timed faster than half a fill of the same bytes in the same run is flagged "
+            "implausible, and one whose worker's clock disagreed with bench's own over its "
+            "timed rounds is flagged clock. "
             "Flagged cells stay in the tables above as measured, but not in the Recommendation "
             "and not in `report --compare` verdicts. A cell is **invalid** when its first result "
             "was not a finite table of the right shape and dtype, a second call returned the "
@@ -73,9 +76,10 @@ def _rules() -> str:
 def _flagged(marked: pd.DataFrame, ok: int, frame: pd.DataFrame,
              verify: Optional[pd.DataFrame]) -> list[str]:
     counts = kinds(marked)
-    why = ", ".join(f"{n} {label}" for n, label in ((counts["load"], "under load"),
-                                                    (counts["threads"], "slower with more threads"))
-                    if n)
+    why = ", ".join(f"{n} {label}" for n, label in (
+        (counts["load"], "under load"), (counts["threads"], "slower with more threads"),
+        (counts["implausible"], "faster than a fill of the same bytes (implausible)"),
+        (counts["clock"], "timed by a clock that disagreed with bench's")) if n)
     blocks = [f"**{_cells(len(marked))} of {ok} timed flagged** ({why}): rerun on a quieter "
               "machine to judge them."]
     blocks += _changed(recommend(frame, verify), recommend(frame, verify, include_flagged=True))

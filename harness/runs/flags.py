@@ -2,7 +2,7 @@
 siblings (harness.bench.contention measures the load; bench and report both judge by
 these rules, so they live with the run directory's other formats).
 
-Two rules flag a timed cell (`flags`; `""` when clean). Flagged cells keep their
+These rules flag a timed cell (`flags`; `""` when clean). Flagged cells keep their
 row, but are left out of recommendations and of `report --compare` verdicts:
 
 - **load**: `others_busy > cores - threads + LOAD_MARGIN` (other processes took
@@ -10,7 +10,13 @@ row, but are left out of recommendations and of `report --compare` verdicts:
   `others_busy` was not measured, a load average above `cores + LOAD_MARGIN`;
 - **threads**: an N-thread cell more than `THREAD_SLOWDOWN` (4) times slower
   than the same cell at 1 thread in the same run: more threads can fail to
-  help, but not by that much unless they waited for cores.
+  help, but not by that much unless they waited for cores;
+- **implausible**: faster than IMPLAUSIBLE_SHARE of a fill of the same bytes timed in the
+  same run (harness.bench.roofs, fresh or recycled memory): no call can write its output
+  faster than memory takes it, so the timing is not of the work (nothing written, a lazy
+  result, a faked clock);
+- **clock**: the worker's timer disagreed with the wall time the supervisor measured over the
+  same timed rounds (harness.bench.supervisor): the rounds' times are not to be believed.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ THREAD_SLOWDOWN = 4.0
 EXCLUDED = "kept out of recommendations and compare verdicts"
 #: The reason of an `invalid` row whose callable keeps its table (harness.bench.validity).
 LOOKUP = "a lookup, not a table build"
+#: A cell timed below this share of a fill of the same bytes in the same run (fresh or recycled
+#: memory, the fastest) did not write its output, or its clock lies: implausible.
+IMPLAUSIBLE_SHARE = 0.5
 
 
 # -- the flags -------------------------------------------------------------------------
@@ -64,6 +73,29 @@ def thread_flag(median_s: float, threads: int, one_thread_s: Optional[float]) ->
     return ""
 
 
+def implausible_flag(median_s: float, fill_s: float) -> str:
+    """'implausible: ...' when a cell's median is below IMPLAUSIBLE_SHARE of the fastest fill
+    of the same bytes in the same run (the physical floor of writing its output), else ''."""
+    if not (median_s > 0 and fill_s > 0) or median_s >= IMPLAUSIBLE_SHARE * fill_s:
+        return ""
+    return (f"implausible: {fill_s / median_s:.3g}x faster than a fill of the same bytes in this "
+            f"run (below {IMPLAUSIBLE_SHARE:g}x the memory roof: not writing its output, or a "
+            "clock that lies)")
+
+
+def with_implausible(frame: pd.DataFrame, fill_s: pd.Series) -> pd.Series:
+    """`frame`'s flags, with the implausible flag added to the implementation cells timed ok
+    below the floor `fill_s` (per row; NaN where no fill was timed)."""
+    out = frame["flags"].fillna("").astype(str).copy()
+    ok = _ok(frame) & ~frame["is_roof"].astype(str).str.lower().isin(("true", "1"))
+    medians = pd.to_numeric(frame["median_s"], errors="coerce")
+    for index in frame.index[ok]:
+        found = implausible_flag(float(medians[index]), float(fill_s[index]))
+        if found:
+            out[index] = "; ".join(f for f in (out[index], found) if f)
+    return out
+
+
 def flags(frame: pd.DataFrame) -> pd.Series:
     """The flags of every row timed ok ('; '-joined, '' when none); other rows get ''."""
     out = pd.Series("", index=frame.index, dtype=object)
@@ -74,11 +106,12 @@ def flags(frame: pd.DataFrame) -> pd.Series:
     medians = pd.to_numeric(frame["median_s"], errors="coerce")
     threads = pd.to_numeric(frame["threads"], errors="coerce").fillna(1).astype(int)
     one_thread = {keys[i]: float(medians[i]) for i in frame.index[ok & (threads == 1)]}
-    wanted = ["cores", "threads", "others_busy", "load_before", "load_after"]
+    wanted = ["cores", "threads", "others_busy", "load_before", "load_after", "clock"]
     rows = frame.reindex(columns=wanted).loc[ok].to_dict("index")
     for index, row in rows.items():
         found = [load_flag(row), thread_flag(float(medians[index]), int(threads[index]),
-                                             one_thread.get(keys[index]))]
+                                             one_thread.get(keys[index])),
+                 row["clock"] if isinstance(row.get("clock"), str) else ""]
         out[index] = "; ".join(f for f in found if f)
     return out
 
@@ -95,7 +128,11 @@ def kinds(frame: pd.DataFrame) -> dict[str, int]:
     column = frame["flags"] if "flags" in frame.columns else flags(frame)
     text = column.fillna("").astype(str)
     return {kind: int(text.str.contains(f"(?:^|; ){kind}:", regex=True).sum())
-            for kind in ("load", "threads")}
+            for kind in KINDS}
+
+
+#: Every rule's name, as each flag starts.
+KINDS = ("load", "threads", "implausible", "clock")
 
 
 def summary(frame: pd.DataFrame) -> str:
@@ -114,6 +151,10 @@ def summary(frame: pd.DataFrame) -> str:
     if counts["threads"]:
         why.append(f"{counts['threads']} slower with more threads than {THREAD_SLOWDOWN:g}x "
                    "their 1-thread time")
+    if counts["implausible"]:
+        why.append(f"{counts['implausible']} faster than a fill of the same bytes allows")
+    if counts["clock"]:
+        why.append(f"{counts['clock']} whose worker's clock disagreed with bench's own")
     return (f"bench: {int(marked.sum())} of {int(ok.sum())} timed cells flagged, {EXCLUDED}: "
             + ", ".join(why) + " (`flags` in bench.csv)")
 

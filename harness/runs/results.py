@@ -65,6 +65,8 @@ def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFr
     df = df.drop(columns=["roof_s", "roof_bound"], errors="ignore")
     df = df.merge(yardsticks, how="left", on=ROOF_KEYS)
     df["roof_ratio"] = df["median_s"] / df["roof_s"]
+    df["flags"] = flag_rules.with_implausible(df, df.merge(fills(df), how="left", on=ROOF_KEYS)
+                                              ["fill_s"].set_axis(df.index))
     return df[COLUMNS]
 
 
@@ -83,6 +85,17 @@ def roofs(df: pd.DataFrame) -> pd.DataFrame:
     fastest = ok.groupby([*ROOF_KEYS, "roof_bound"])["median_s"].min().rename("roof_s").reset_index()
     binding = fastest.sort_values("roof_s", kind="stable").drop_duplicates(ROOF_KEYS, keep="last")
     return binding[[*ROOF_KEYS, "roof_s", "roof_bound"]]
+
+
+def fills(df: pd.DataFrame) -> pd.DataFrame:
+    """Per output (ROOF_KEYS): `fill_s`, the fastest memory roof (a fill or pass of the same
+    bytes, fresh or recycled): the floor below which a timing is implausible. A roof slowed by
+    load still bounds what is possible (it only raises the floor the cells beside it share);
+    one whose clock disagreed does not."""
+    clocked = df["flags"].fillna("").astype(str).str.contains("clock:", regex=False)
+    ok = df[df["is_roof"].astype(bool) & (df["status"] == "ok") & ~clocked]
+    memory = ok[ok["impl"].map(roof_bound) == "memory"]
+    return memory.groupby(ROOF_KEYS)["median_s"].min().rename("fill_s").reset_index()
 
 
 def newest(df: pd.DataFrame) -> pd.DataFrame:
