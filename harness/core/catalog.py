@@ -83,7 +83,7 @@ def _read_all(fd: int, proc: subprocess.Popen) -> list[tuple[str, Any]]:
         chunk = os.read(fd, 1 << 16) if readable else b""
         if chunk:
             data += chunk
-        elif readable or proc.poll() is not None:
+        elif readable or (proc.poll() is not None and not isolate.pending(fd)):
             break
     return isolate.split_messages(data)
 

@@ -204,8 +204,8 @@ class _Watch:
                 if self.refused:
                     why = self.refused
                     break
-            elif readable or self.proc.poll() is not None:
-                break                            # end of the pipe, or the child is gone
+            elif readable or (self.proc.poll() is not None and not pending(self.fd)):
+                break                            # end of the pipe, or the child is gone (all read)
             if time.monotonic() > deadline:
                 limit = iso.stall_s if self.ready else iso.start_s
                 why = f"timeout: no result within {limit:g} s; its process was killed"
@@ -287,6 +287,12 @@ class _PlainUnpickler(pickle.Unpickler):
 def safe_loads(data: bytes) -> Any:
     """Unpickle what a child sent, allowing plain data only (`_PlainUnpickler`)."""
     return _PlainUnpickler(io.BytesIO(data)).load()
+
+
+def pending(fd: int) -> bool:
+    """Whether `fd` has data (or its end) to read now: what a child wrote before it exited."""
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
 
 
 def python_path() -> str:
