@@ -56,8 +56,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       f"--quick {_csv(QUICK_D_MODELS)})")
     grid.add_argument("--dtypes", metavar="T,..", help=f"CPU dtypes, of {_csv(DTYPES)} (default: "
                       "each kind's own; float32,float64 for most; --quick float32)")
-    grid.add_argument("--threads", metavar="N,..", help="thread counts (default 1 and all the CPUs this "
-                      "process may use: its affinity, capped by its cgroup quota)")
+    grid.add_argument("--threads", metavar="N,..",
+                      help="thread counts (default 1 and all the CPUs this process may use: "
+                      "its affinity, capped by its cgroup quota)")
     grid.add_argument("--workloads", metavar="W,..", help=f"of {_csv(kinds.all_workloads())} (default all)")
     grid.add_argument("--device-dtypes", metavar="T,..", help="dtypes of GPU cells, of "
                       f"{_csv(DTYPES)} (default {_csv(DEVICE_DTYPES)})")
