@@ -184,3 +184,25 @@ def test_peak_memory_counts_temporaries_freed_within_the_call():
     used, method = peak.of_call(call, "torch", "cpu")
     assert method == "rss-peak" and used >= 48e6   # pages, some of them resident already
     assert host._rss_delta(call) < 32e6   # what the after-minus-before delta saw: 8 MB
+
+
+def test_the_default_grid_thins_each_axis_and_full_keeps_every_size():
+    from harness.bench.grid import DEFAULT_D_MODELS, DEFAULT_LENGTHS, default_grid, spread
+
+    assert spread((1, 2, 3, 4, 5)) == (1, 3, 5) and spread((1, 2)) == (1, 2)
+    thin, full = default_grid(2).shapes(), default_grid(2, full=True).shapes()
+    assert set(thin) < set(full)
+    assert {n for n, _ in thin} == set(spread(DEFAULT_LENGTHS))
+    assert {d for _, d in full} == set(DEFAULT_D_MODELS)
+    regimes = {min(2, (n * d > 2**16) + (n * d >= 2**24)) for n, d in thin}
+    assert regimes == {0, 1, 2}                             # small, medium and large all timed
+
+
+def test_quick_runs_no_conventions_study_and_refuses_full(tmp_path, capsys):
+    from harness import cli
+    from harness.bench.cli import post_verbs
+
+    table = [i for i in registry().all() if i.workload == "table"]
+    assert "conventions" in post_verbs(table) and "conventions" not in post_verbs(table, True)
+    assert cli.main(["bench", "--quick", "--full", "--dry-run", "--out", str(tmp_path)]) == 2
+    assert "--full and --quick" in capsys.readouterr().err

@@ -46,7 +46,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
 
 
 def _run(opts: options.SweepOptions, chosen: list[Implementation], run_dir: sweep.RunDir) -> int:
-    verbs = post_verbs(chosen) if opts.post else []
+    verbs = post_verbs(chosen, opts.quick) if opts.post else []
     estimate = console.post_estimate(opts.out, opts.quick, [*verbs, "report"] if opts.post else [])
     screen = console.Console(0, estimate, log=sweep.log_path(run_dir.path), verbose=opts.verbose)
     try:
@@ -88,7 +88,10 @@ def _answer(run_dir: Path) -> list[str]:
     return (["", "answer:", *(f"  {line}" for line in lines)] if lines else []) + where
 
 
-def post_verbs(chosen: list[Implementation]) -> list[str]:
-    """The post-steps that have something to do: conventions only probes table builders."""
+def post_verbs(chosen: list[Implementation], quick: bool = False) -> list[str]:
+    """The post-steps that have something to do: conventions only probes table builders, and
+    not under --quick (which implementations agree on which convention does not change the
+    answer, and its probes compile every Numba kernel in every variant: a minute or more of
+    a three-minute run; `python -m harness conventions` runs it alone)."""
     tables = any(i.workload == "table" for i in chosen)
-    return [v for v in post.VERBS if v != "conventions" or tables]
+    return [v for v in post.VERBS if v != "conventions" or (tables and not quick)]

@@ -37,7 +37,9 @@ DEVICE_DTYPES = ("float32", "float16", "bfloat16")
 @dataclass(frozen=True)
 class Grid:
     """The axes of a sweep; every combination within `max_elements` is a cell. Empty
-    `lengths`, `d_models` or `dtypes` mean each kind's own defaults (`quick` ones with quick)."""
+    `lengths`, `d_models` or `dtypes` mean each kind's own defaults (`quick` ones with quick);
+    by default each kind's axes are thinned to their first, middle and last values (every size
+    regime still answered in about half the time), `full` keeps every value."""
 
     lengths: tuple[int, ...]
     d_models: tuple[int, ...]
@@ -53,11 +55,14 @@ class Grid:
     #: time every implementation in this named convention (one its kind has); "": each in the
     #: first of its kind's conventions it supports
     convention: str = ""
+    full: bool = False
 
     def shapes(self, kind: kinds.Kind = _TABLE) -> list[tuple[int, int]]:
         """(length, width) pairs of `kind` (the 1-D table's by default) whose table fits
         `max_elements`; none at all is an error."""
         sizes = kind.bench_sizes_quick if self.quick else kind.bench_sizes
+        if not (self.quick or self.full):
+            sizes = (spread(sizes[0]), spread(sizes[1]))
         lengths, widths = self.lengths or sizes[0], self.d_models or sizes[1]
         shapes = [(n, d) for n in lengths for d in widths if n * d <= self.max_elements]
         if not shapes:
@@ -73,10 +78,18 @@ class Grid:
         return not self.workloads or workload in self.workloads
 
 
-def default_grid(cores: int, quick: bool = False) -> Grid:
+def spread(values: tuple[int, ...]) -> tuple[int, ...]:
+    """The first, middle and last of an axis (all of it when it has three or fewer)."""
+    if len(values) <= 3:
+        return values
+    return (values[0], values[len(values) // 2], values[-1])
+
+
+def default_grid(cores: int, quick: bool = False, full: bool = False) -> Grid:
     """Each kind's sizes and dtypes, 1 and all cores (GPU cells in every mode; --quick: sync)."""
     threads = tuple(sorted({1, cores}))
-    return Grid((), (), (), threads, modes=QUICK_MODES if quick else MODES, quick=quick)
+    return Grid((), (), (), threads, modes=QUICK_MODES if quick else MODES, quick=quick,
+                full=full)
 
 
 @dataclass(frozen=True)

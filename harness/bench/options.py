@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_HEADS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
-                                DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
+                                DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid, spread)
 from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.remeasure import MAX_ATTEMPTS
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
@@ -50,10 +50,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     grid = parser.add_argument_group("sweep axes (comma-separated lists)")
     grid.add_argument("--lengths", metavar="N,..", help="positions, grid cells or timesteps, for "
                       "every kind (default: each kind's own; a 1-D table's "
-                      f"{_csv(DEFAULT_LENGTHS)}, --quick {_csv(QUICK_LENGTHS)})")
+                      f"{_csv(spread(DEFAULT_LENGTHS))}, --full {_csv(DEFAULT_LENGTHS)}, --quick "
+                      f"{_csv(QUICK_LENGTHS)})")
     grid.add_argument("--d-models", metavar="D,..", help="even widths (d_model, head_dim, dim) for "
-                      f"every kind (default: each kind's own; a 1-D table's {_csv(DEFAULT_D_MODELS)}, "
-                      f"--quick {_csv(QUICK_D_MODELS)})")
+                      f"every kind (default: each kind's own; a 1-D table's "
+                      f"{_csv(spread(DEFAULT_D_MODELS))}, --full {_csv(DEFAULT_D_MODELS)}, --quick "
+                      f"{_csv(QUICK_D_MODELS)})")
     grid.add_argument("--dtypes", metavar="T,..", help=f"CPU dtypes, of {_csv(DTYPES)} (default: "
                       "each kind's own; float32,float64 for most; --quick float32)")
     grid.add_argument("--threads", metavar="N,..",
@@ -64,6 +66,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       f"{_csv(DTYPES)} (default {_csv(DEVICE_DTYPES)})")
     grid.add_argument("--modes", metavar="M,..", help=f"how GPU cells are timed, of {_csv(MODES)} "
                       f"(default all; --quick {_csv(QUICK_MODES)}; see harness.bench.modes)")
+    grid.add_argument("--full", action="store_true",
+                      help="every size of each kind (by default each axis is thinned to its first, "
+                      "middle and last value: every size regime, about half the time)")
     grid.add_argument("--batch", type=int, default=2,
                       help="batch of x for forward and of q, k for rotary apply (default %(default)s)")
     grid.add_argument("--heads", type=int, default=DEFAULT_HEADS,
@@ -125,7 +130,10 @@ def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
 def parse(args: argparse.Namespace) -> SweepOptions:
     """Validate everything before anything runs; unset options take the (quick) defaults."""
     cores = cpus.usable()
-    base = default_grid(cores, quick=args.quick)
+    if args.full and args.quick:
+        raise ValueError("--full and --quick exclude each other: --full times every size, "
+                         "--quick a small grid")
+    base = default_grid(cores, quick=args.quick, full=args.full)
     timing0, limits0 = (QUICK_TIMING, QUICK_LIMITS) if args.quick else (TIMING, LIMITS)
 
     def given(name: str, default: object):
@@ -138,7 +146,7 @@ def parse(args: argparse.Namespace) -> SweepOptions:
     if convention and convention not in _conventions():
         raise ValueError(f"--convention must be one of {_csv(_conventions())}, got {convention!r}")
     grid = Grid(**axes, batch=_at_least(args.batch, "--batch", 1), convention=convention,
-                heads=_at_least(args.heads, "--heads", 1), quick=args.quick,
+                heads=_at_least(args.heads, "--heads", 1), quick=args.quick, full=args.full,
                 max_elements=_at_least(args.max_elements, "--max-elements", 1))
     timing = Timing(max_time=_positive(given("max_time", timing0), "--max-time"),
                     min_rounds=_at_least(given("min_rounds", timing0), "--min-rounds", 1))
