@@ -39,7 +39,7 @@ class Grid:
     """The axes of a sweep; every combination within `max_elements` is a cell. Empty
     `lengths`, `d_models` or `dtypes` mean each kind's own defaults (`quick` ones with quick);
     by default each kind's axes are thinned to their first, middle and last values (every size
-    regime still answered in about half the time), `full` keeps every value."""
+    regime still answered in two thirds of the cells), `full` keeps every value."""
 
     lengths: tuple[int, ...]
     d_models: tuple[int, ...]
