@@ -138,7 +138,7 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
             for n in threads:
                 for mode in modes_for(impl.backend, impl.device, grid.modes):
                     cell = Cell(impl.name, impl.backend, impl.device, impl.workload,
-                                convention or next(iter(kind.conventions)), length, d_model, dtype,
+                                convention or kind.first_convention, length, d_model, dtype,
                                 n, batch, mode=mode, heads=heads, kind=impl.kind)
                     if batched and convention and cell.elements > BATCHED_ELEMENTS * grid.max_elements:
                         continue

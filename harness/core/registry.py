@@ -194,8 +194,9 @@ class Registry:
 
 
 def _default_supports(kind: str) -> SupportsFn:
-    """Without `supports=`: the 1-D table's default conventions, or any spec of another kind."""
-    return Supports() if kind == "table" else _any_spec
+    """Without `supports=`: what the kind says (the 1-D table's default conventions), else any
+    spec of the kind."""
+    return kinds.named(kind).default_supports or _any_spec
 
 
 def _any_spec(spec: Any) -> Optional[str]:

@@ -55,7 +55,7 @@ def family_first(workload: str) -> str:
         kind = kinds.of_workload(workload)
     except ValueError:
         return ""
-    return "" if kind.name == "table" else next(iter(kind.conventions))
+    return "" if kind.name == "table" else kind.first_convention   # the 1-D table reads CONVENTIONS itself
 
 
 def cases(verify: Optional[pd.DataFrame], name: str, offsets: bool = False) -> pd.DataFrame:
@@ -106,7 +106,7 @@ def within(bench: pd.DataFrame, verify: Optional[pd.DataFrame], name: str) -> pd
 def _family_within(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> pd.Series:
     """Rows of the other kinds timed in their kind's first convention by an implementation
     verify passed on that kind in the row's dtype (no verify: every such row)."""
-    first = {name: next(iter(kind.conventions)) for name, kind in kinds.KINDS.items()}
+    first = {name: kind.first_convention for name, kind in kinds.KINDS.items()}
     keep = pd.Series([first.get(k) == c for k, c in zip(bench["kind"], bench["convention"])],
                      index=bench.index, dtype=bool)
     if verify is not None:

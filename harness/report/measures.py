@@ -12,40 +12,36 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
+from harness.core import kinds
 from harness.runs.identity import SIBLING, TASK
 from harness.util import units
 
-#: The default baseline of each workload: the seed NumPy table and the NumPy `x + PE`; for the
-#: rest of the family, the way model code does it (transformers' rotary embedding and its
-#: unfused apply, MAE's NumPy grid, diffusers' get_timestep_embedding).
+#: The default baseline of each workload: what code starts from on the CPU, as each workload
+#: says (`Workload.usual`): the seed NumPy table and the NumPy `x + PE`; for the other kinds,
+#: the way model code does it (transformers' rotary embedding and its unfused apply, MAE's
+#: NumPy grid, diffusers' get_timestep_embedding).
 DEFAULT_BASELINES: Mapping[str, str] = {
-    "table": "seed-numpy-stack", "forward": "numpy-forward", "cache": "rotary-torch-cache",
-    "apply": "rotary-torch-apply-unfused", "grid": "grid-numpy", "timestep": "timestep-torch-diffusers"}
-#: The usual choice on each device, what code starts from there, in order of preference (the
-#: first one timed in the dtype): (workload, device) -> impls. The torch seed has no half types.
+    w.name: w.usual_on("cpu")[0] for k in kinds.KINDS.values() for w in k.workloads if w.usual_on("cpu")}
+#: The usual choice on each device, in order of preference (the first one timed in the dtype):
+#: (workload, device) -> impls, from each workload's `usual`.
 DEVICE_BASELINES: Mapping[tuple[str, str], tuple[str, ...]] = {
-    ("table", "cpu"): ("seed-numpy-stack",), ("forward", "cpu"): ("numpy-forward",),
-    ("table", "cuda"): ("seed-torch-cuda-stack", "torch-cuda-stack"),
-    ("cache", "cpu"): ("rotary-torch-cache",), ("cache", "cuda"): ("rotary-torch-cuda-cache",),
-    ("apply", "cpu"): ("rotary-torch-apply-unfused",),
-    ("apply", "cuda"): ("rotary-torch-cuda-apply-unfused",),
-    ("grid", "cpu"): ("grid-numpy",), ("grid", "cuda"): ("grid-torch-cuda",),
-    ("timestep", "cpu"): ("timestep-torch-diffusers",),
-    ("timestep", "cuda"): ("timestep-torch-cuda-diffusers",)}
+    (w.name, device): names for k in kinds.KINDS.values() for w in k.workloads for device, names in w.usual}
 #: Seed 000 (torch stack-flatten): the reference point of the speed targets.
 SEED_000 = "seed-torch-stack"
 #: IQR/median above which a cell is flagged as noisy (docs/design.md, measurement rules).
 
 
-#: The order of workloads in a report: the 1-D table and its forward, then the family.
-WORKLOAD_ORDER = ("table", "forward", "cache", "apply", "grid", "timestep")
-
-
 def workload_rank(workload: str) -> tuple[int, str]:
-    """Sort key of workloads: `table` first (what the harness is about), then in WORKLOAD_ORDER,
-    then by name."""
-    order = WORKLOAD_ORDER.index(workload) if workload in WORKLOAD_ORDER else len(WORKLOAD_ORDER)
-    return order, workload
+    """Sort key of workloads: each one's `order` (the 1-D table first, what the harness is
+    about), then by name; a workload no kind knows (an old run's) last."""
+    try:
+        return kinds.workload(workload).order, workload
+    except ValueError:
+        return 1 << 30, workload
+
+
+#: The order of workloads in a report (each workload's `order`).
+WORKLOAD_ORDER = tuple(sorted(kinds.all_workloads(), key=workload_rank))
 
 
 def baselines(frame: pd.DataFrame, named: str) -> dict[str, str]:

@@ -29,12 +29,8 @@ SATURATE = 4.0
 #: What the roof of each workload is (docs/design.md, measurement rules: a roof in every run).
 #: On a GPU the roof is the device's own, timed in the same mode (harness.bench.modes).
 DEVICE_ROOF = "bare device fill (or copy) of the same bytes, per synchronised call"
-ROOFS = {"table": "fastest bare fill of the same bytes (fresh or recycled memory)",
-         "forward": "fastest bare x + y of the same shape (fresh or recycled memory)",
-         "cache": "fastest bare fill of the same bytes (cos and sin)",
-         "apply": "fastest bare q * 2, k * 2 pass (fresh or recycled memory)",
-         "grid": "fastest bare fill of the same bytes (fresh or recycled memory)",
-         "timestep": "fastest bare fill of the same bytes (fresh or recycled memory)"}
+#: Each workload says what its roof is (`Workload.roof`).
+ROOFS = {w.name: w.roof for k in kinds.KINDS.values() for w in k.workloads}
 #: A float32 angle p * inv_freq is rounded to ~2^-24 relative, so sin is off by up to ~p * 2^-24.
 F32_ANGLE_ROUNDING = 2.0**-24
 #: The one roof line of a time plot: the fastest of the run's bare fills at each length.

@@ -69,7 +69,18 @@ class Workload:
     input_names: tuple[str, ...] = ()
     #: how a case hands its inputs over, added to a failure's reason (None: nothing to add)
     describe: Optional[Callable[[Any], Optional[str]]] = None
+    #: the usual choice per device, what code starts from there: (device, implementation names in
+    #: order of preference) pairs; the first timed is the report's baseline, the CPU's first its
+    #: default (tritonbench's `baseline=True`, said by the workload that knows it)
+    usual: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: what its roof is, as the report says it (harness.bench.roofs times it)
+    roof: str = "fastest bare fill of the same bytes (fresh or recycled memory)"
+    #: its place in a report, before larger numbers (then by name)
+    order: int = 100
     doc: str = ""
+
+    def usual_on(self, device: str) -> tuple[str, ...]:
+        return dict(self.usual).get(device, ())
 
     def arrangement(self, spec: Any, batch: int = 1, heads: int = 1) -> Arrangement:
         if self.arrange is not None:
@@ -122,11 +133,19 @@ class Kind:
     axes: tuple[str, str] = ("positions", "d_model")
     #: the `exact` contract's allowed |error| (harness.core.contract); None: a pass grades `float32`
     exact: Optional[Callable[[Any], np.ndarray]] = None
+    #: what an implementation registered without `supports=` covers (None: any spec of the kind)
+    default_supports: Optional[Callable[[Any], Optional[str]]] = None
     doc: str = ""
 
     @property
     def workload_names(self) -> tuple[str, ...]:
         return tuple(w.name for w in self.workloads)
+
+    @property
+    def first_convention(self) -> str:
+        """The default convention: bench times each implementation in the first it supports,
+        the report recommends within it."""
+        return next(iter(self.conventions))
 
     def workload(self, name: str) -> Workload:
         for work in self.workloads:
@@ -175,6 +194,11 @@ def of_workload(workload: str) -> Kind:
         if workload in kind.workload_names:
             return kind
     raise ValueError(f"workload must be one of {all_workloads()}, got {workload!r}")
+
+
+def workload(name: str) -> Workload:
+    """The workload of that name, whichever kind it belongs to."""
+    return of_workload(name).workload(name)
 
 
 def all_workloads() -> tuple[str, ...]:

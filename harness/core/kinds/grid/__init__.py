@@ -18,6 +18,7 @@ GRID = add(Kind(
     cases=grid_cases,
     workloads=(
         Workload("grid", shape=lambda spec, batch, heads: (spec.rows, spec.d_model),
+                 usual=(("cpu", ("grid-numpy",)), ("cuda", ("grid-torch-cuda",))), order=4,
                  doc="build the [extra + prod(grid), d_model] table"),
     ),
     conventions=CONVENTIONS, bench_spec=bench_spec,

@@ -14,6 +14,7 @@ from harness.core.kinds.table.conventions import CONVENTIONS
 from harness.core.kinds import Kind, Workload, add
 from harness.core.kinds.table.reference import reference
 from harness.core.kinds.table.spec import Spec
+from harness.core.kinds.table.supports import Supports
 from harness.core.kinds.table.tolerance import eps, exact_tolerance, tolerance
 
 #: The batch of x that verify's forward cases use.
@@ -44,13 +45,17 @@ TABLE = add(Kind(
     cases=default_cases,
     workloads=(
         Workload("table", shape=lambda spec, batch, heads: (spec.length, spec.d_model),
-                 doc="build the [length, d_model] table"),
+                 usual=(("cpu", ("seed-numpy-stack",)),   # the torch seed has no half types
+                        ("cuda", ("seed-torch-cuda-stack", "torch-cuda-stack"))),
+                 order=0, doc="build the [length, d_model] table"),
         Workload("forward", shape=lambda spec, batch, heads: (batch, spec.length, spec.d_model),
                  inputs=lambda spec, batch, heads: (forward_input(spec, batch),),
                  expect=_forward_expected, batched=True, input_names=("x",),
+                 usual=(("cpu", ("numpy-forward",)),), order=1,
+                 roof="fastest bare x + y of the same shape (fresh or recycled memory)",
                  doc="x + PE for x of shape [batch, length, d_model]"),
     ),
-    conventions=CONVENTIONS, bench_spec=_bench_spec,
+    conventions=CONVENTIONS, bench_spec=_bench_spec, default_supports=Supports(),
     bench_sizes=((64, 512, 4096, 8192, 65536), (64, 256, 1024, 4096)),
     bench_sizes_quick=((64, 4096), (64, 512)),
     doc="the 1-D absolute table of 'Attention is all you need' and its variants",

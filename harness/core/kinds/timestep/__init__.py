@@ -18,7 +18,9 @@ TIMESTEP = add(Kind(
     name="timestep", spec_type=TimestepSpec, reference=reference, tolerance=tolerance, exact=exact_tolerance,
     cases=timestep_cases,
     workloads=(Workload("timestep", shape=lambda spec, batch, heads: (spec.count, spec.dim),
-                        angles=angles, doc="embed the spec's timesteps: [len(timesteps), dim]"),),
+                        angles=angles, order=5,
+                        usual=(("cpu", ("timestep-torch-diffusers",)), ("cuda", ("timestep-torch-cuda-diffusers",))),
+                        doc="embed the spec's timesteps: [len(timesteps), dim]"),),
     conventions=CONVENTIONS, bench_spec=bench_spec,
     bench_sizes=((256, 8192, 65536), (256, 1024)),    # a batch of timesteps x a UNet's widths
     bench_dtypes=("float32", "bfloat16", "float16"),   # diffusion models run in half precision
