@@ -125,10 +125,11 @@ def libraries(session: nox.Session) -> None:
 #: Beside the stack, not in it: triton and the Triton kernel libraries, installed --no-deps into a
 #: folder on the path of `nox -s triton` alone (the stack's torch and tests never see them).
 TRITON_SITE = ROOT / ".nox" / "triton-site"
-TRITON_PACKAGES = ("triton",)
-#: Every Triton kernel of the project (docs/gpu.md).
-TRITON_IMPLS = ("triton-*",)
-TRITON_TESTS = ("tests/test_triton_rotary.py", "tests/test_tune_triton_rotary.py")
+TRITON_PACKAGES = ("triton", "liger-kernel")
+#: Every Triton kernel: the project's and the libraries' (docs/gpu.md); those needing a GPU skip.
+TRITON_IMPLS = ("triton-*", "liger-*", "flash-attn-*")
+TRITON_TESTS = ("tests/test_triton_rotary.py", "tests/test_tune_triton_rotary.py",
+                "tests/test_triton_libraries.py")
 
 
 def triton_python(session: nox.Session) -> str:
@@ -142,14 +143,16 @@ def triton_python(session: nox.Session) -> str:
     shutil.rmtree(TRITON_SITE, ignore_errors=True)
     session.run(python, "-m", "pip", "install", "--quiet", "--no-deps", "-c", "constraints.txt",
                 "--target", str(TRITON_SITE), *TRITON_PACKAGES, external=True)
+    session.run(python, "scripts/kernel_sources.py", str(TRITON_SITE), external=True)
     marker.write_text(digest)
     return python
 
 
 @nox.session(venv_backend="none")
 def triton(session: nox.Session) -> None:
-    """Every Triton kernel through verify --quick and its tests on the CPU, in Triton's
-    interpreter (TRITON_INTERPRET=1); what needs a GPU skips with the reason."""
+    """Every Triton kernel (the project's, Liger's, FlashAttention's) through verify --quick and
+    their tests on the CPU, in Triton's interpreter (TRITON_INTERPRET=1); what needs a GPU skips
+    with the reason."""
     python = triton_python(session)
     env = {**QUIET_TF, "TRITON_INTERPRET": "1", "PYTHONPATH": str(TRITON_SITE)}
     only = [arg for pattern in TRITON_IMPLS for arg in ("--only", pattern)]

@@ -27,10 +27,13 @@ STATE_DIR = ".gpu-campaign"
 WHEELS_DIR = ".gpu-wheels"
 
 #: The GPU implementations: the project's and the library kernels (docs/gpu.md).
-DEVICE_IMPLS = ("*cuda*", "triton-*", "cupy*", "liger-*", "flash-attn-*", "xformers-*",
-                "flashinfer-*")
-#: tritonbench's rope shapes and Liger's Llama-3-8B: batch 1, 32 q heads, head_dim 128.
-APPLY_SHAPE = ("--workloads", "apply", "--batch", "1", "--heads", "32")
+#: The Triton kernels, the project's and the libraries'; then the other CUDA implementations.
+KERNELS = ("triton-*", "liger-*", "flash-attn-*", "xformers-*", "*-compiled")
+CUDA = ("*cuda*", "cupy*")
+DEVICE_IMPLS = KERNELS + CUDA
+#: tritonbench's rope shapes and Liger's Llama-3-8B: batch 1, 32 q heads and 8 kv heads,
+#: sequence first (the form every library kernel takes), head_dim 128.
+APPLY_SHAPE = ("--workloads", "apply", "--batch", "1", "--heads", "32", "--convention", "gqa8-bshd")
 HALF_AND_FULL = ("--device-dtypes", "bfloat16,float16,float32", "--modes", "sync,flush,graph")
 
 
@@ -71,9 +74,9 @@ class Step:
 STEPS = (
     Step("verify", 240, commands=(
         ("python3", "-m", "harness", "list", "--json", *_only(DEVICE_IMPLS)),
-        ("python3", "-m", "harness", "verify", *_only(DEVICE_IMPLS), "--timeout-s", "60",
+        ("python3", "-m", "harness", "verify", *_only(KERNELS), "--timeout-s", "60",
          "--out", "{state}/verify"),),
-         why="every GPU implementation of every kind against the float64 reference"),
+         why="the Triton kernels, the project's and the libraries', against the float64 reference"),
     Step("tests", 150, commands=(
         ("python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
          "--junitxml={state}/tests/junit.xml", "tests/test_gpu.py", "tests/test_triton_rotary.py",
@@ -89,6 +92,10 @@ STEPS = (
         ("python3", "scripts/tune_triton_rotary.py", "{state}/tune/tiles.csv",
          "--dtypes", "bfloat16"),),
          why="the project's Triton apply over its tiles at those shapes, beside the device copy"),
+    Step("verify-cuda", 240, commands=(
+        ("python3", "-m", "harness", "verify", *_only(CUDA), "--timeout-s", "60",
+         "--out", "{state}/verify-cuda"),),
+         why="every other CUDA implementation of every kind against the float64 reference"),
     Step("numba-cuda", 120, commands=(
         ("python3", "-m", "harness", "verify", "--only", "numba-cuda-*", "--timeout-s", "60",
          "--out", "{state}/numba-cuda/verify"),),

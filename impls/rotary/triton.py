@@ -21,8 +21,9 @@ rule at setup and the grid and arguments are fixed before the timed call. `cache
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from harness import ApplyForms, InPlace
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 
@@ -145,18 +146,31 @@ def build_triton_rotary_cache(spec: RotarySpec):
     return cache
 
 
-@register(name="triton-rotary-apply-fused", backend="triton", device=DEVICE, workload="apply",
-          supports=EVERY_SPEC)
-def build_triton_rotary_apply_fused(spec: RotarySpec, q, k, positions):
-    """One Triton kernel, no cache: each block's cos/sin once in registers (float64 angle), then
-    q and k of several heads rotated and the tail copied in one pass."""
+#: Every form: both memory layouts, k with fewer heads, position ids per sequence.
+FORMS = ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True)
+
+
+def _apply_setup(spec: RotarySpec, q, k, positions, in_place: bool):
+    """(q, k tensors on the device, the launch) for a case in its form."""
     import numpy as np
     import torch
 
     dtype = getattr(torch, spec.dtype)
     qx, kx = (torch.from_numpy(np.ascontiguousarray(x)).to(DEVICE, dtype) for x in (q, k))
     position_ids = torch.from_numpy(np.ascontiguousarray(positions, dtype=np.int64)).to(DEVICE)
-    launch = apply_launcher(spec, qx, kx, position_ids, *constants(spec, DEVICE))
+    launch = apply_launcher(spec, qx, kx, position_ids, *constants(spec, DEVICE),
+                            seq_first=spec.qk_layout == "bshd", in_place=in_place)
+    return qx, kx, launch
+
+
+@register(name="triton-rotary-apply-fused", backend="triton", device=DEVICE, workload="apply",
+          supports=EVERY_SPEC, forms=FORMS)
+def build_triton_rotary_apply_fused(spec: RotarySpec, q, k, positions):
+    """One Triton kernel, no cache: each block's cos/sin once in registers (float64 angle), then
+    q and k of several heads rotated and the tail copied in one pass."""
+    import torch
+
+    qx, kx, launch = _apply_setup(spec, q, k, positions, in_place=False)
 
     def apply():
         oq, ok = torch.empty_like(qx), torch.empty_like(kx)
@@ -164,3 +178,22 @@ def build_triton_rotary_apply_fused(spec: RotarySpec, q, k, positions):
         return oq, ok
 
     return apply
+
+
+@register(name="triton-rotary-apply-inplace", backend="triton", device=DEVICE, workload="apply",
+          supports=EVERY_SPEC, forms=replace(FORMS, in_place=True))
+def build_triton_rotary_apply_inplace(spec: RotarySpec, q, k, positions):
+    """triton-rotary-apply-fused rotating q and k where they are, as Liger's and FlashAttention's
+    in-place kernels do (the tail is not touched)."""
+    q0, k0, launch = _apply_setup(spec, q, k, positions, in_place=True)
+    qx, kx = q0.clone(), k0.clone()
+
+    def reset() -> None:
+        qx.copy_(q0)
+        kx.copy_(k0)
+
+    def call():
+        launch(qx, kx, qx, kx)
+        return qx, kx
+
+    return InPlace(reset, call)

@@ -31,6 +31,9 @@ CONVENTIONS: dict[str, dict] = {
     # sequence first (FlashAttention, vLLM) or heads first (Liger); `bench --convention` picks one
     "gqa-bshd": {"layout": "half", "qk_layout": "bshd", "kv_heads": 2, "position_ids": "batch"},
     "gqa-bhsd": {"layout": "half", "kv_heads": 2, "position_ids": "batch"},
+    # the shapes the library kernels are tuned for (tritonbench's rope operator, Liger's
+    # Llama-3-8B): 8 kv heads, ids [seq], sequence first, the one form every one of them takes
+    "gqa8-bshd": {"layout": "half", "qk_layout": "bshd", "kv_heads": 8, "base": 500000.0},
 }
 
 

@@ -1,0 +1,46 @@
+"""torch.compile of transformers' Llama `apply_rotary_pos_emb`, on a CUDA device (registers one).
+
+What tritonbench's `rope` operator times beside Liger: the model's own apply, compiled by
+inductor (which writes it as a Triton kernel on a GPU). It takes cos/sin rows per token
+(`[1 or batch, seq, rot]`, so per-sequence ids), broadcasts them over any head count (GQA) and
+over either layout (`unsqueeze_dim` 1 for heads first, 2 for sequence first), and rotates the
+whole head by halves (rotate_half). It is given the best cos/sin a caller can give
+(_kernel_inputs); compiling happens in setup (one untimed call), so only the compiled call is
+timed. On the CPU the compile costs more than verify's whole case matrix, so it is registered
+for CUDA only.
+"""
+
+from __future__ import annotations
+
+from harness import ApplyForms, RotarySpec, RotarySupports
+from harness.core.registry import register
+
+from ._common import LibrarySupports
+from ._kernel_inputs import cos_sin, full_rotary, tensors
+
+COMPILED = LibrarySupports("transformers Llama (torch.compile)",
+                           RotarySupports(layouts=("half",)), (full_rotary,))
+
+
+@register(name="transformers-llama-rope-apply-compiled", backend="torch", device="cuda",
+          workload="apply", library="transformers", requires=("transformers",), supports=COMPILED,
+          forms=ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True))
+def build_llama_apply_compiled(spec: RotarySpec, q, k, positions):
+    """torch.compile(apply_rotary_pos_emb)(q, k, cos, sin, unsqueeze_dim) (inductor, Triton)."""
+    import torch
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    qx, kx = tensors(spec, "cuda", q, k)
+    cos, sin = cos_sin(spec, positions, "cuda", duplicated=True)
+    if cos.dim() == 2:
+        cos, sin = cos[None], sin[None]
+    unsqueeze_dim = 1 if spec.qk_layout == "bhsd" else 2
+    compiled = torch.compile(apply_rotary_pos_emb, fullgraph=True, dynamic=False)
+
+    @torch.no_grad()
+    def apply():
+        return compiled(qx, kx, cos, sin, unsqueeze_dim=unsqueeze_dim)
+
+    with torch.no_grad():
+        apply()   # the compile, in setup
+    return apply
