@@ -98,3 +98,51 @@ def test_check_callable_grades_and_assert_callable_can_require_exact():
     assert check_callable(_float64_angles(wide), wide).grade == "exact"
     with pytest.raises(ValueError, match="require must be one of"):
         assert_callable(_float64_angles(spec), spec, require="float16")
+
+
+PLUGIN = '''
+import numpy as np
+from harness import Supports, register
+
+PAPER = Supports(layouts=("interleaved",), freq_shifts=(0,), dtypes=("float32", "float64"))
+
+
+def _table(spec, angle):
+    k = np.arange(spec.n_freq)
+    inv = (spec.base ** (-k / spec.denominator)).astype(angle)
+    pos = np.arange(spec.offset, spec.offset + spec.length).astype(angle)
+    theta = pos[:, None] * inv
+    out = np.empty((spec.length, spec.d_model))
+    out[:, 0::2], out[:, 1::2] = np.sin(theta), np.cos(theta)
+    return out.astype(spec.dtype)
+
+
+@register(name="angles-f32", backend="numpy", supports=PAPER)
+def f32(spec):
+    return lambda: _table(spec, np.float32)
+
+
+@register(name="angles-f64", backend="numpy", supports=PAPER)
+def f64(spec):
+    return lambda: _table(spec, np.float64)
+'''
+
+
+def test_verify_grades_in_its_csv_and_json_and_require_exact_fails_less(tmp_path, capsys):
+    import json
+
+    from harness.cli import main
+
+    plugin = tmp_path / "graded_plugin.py"
+    plugin.write_text(PLUGIN)
+    args = ["verify", "--quick", "--plugin", str(plugin), "--only", "angles-*", "--random", "0",
+            "--json", "--in-process"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    found = json.loads(capsys.readouterr().out)
+    grades = {r["impl"]: r["grade"] for r in found["implementations"]}
+    assert found["ok"] and grades == {"angles-f32": "float32", "angles-f64": "exact"}
+    assert "grade" in (tmp_path / "a" / "verify.csv").read_text().splitlines()[0].split(",")
+    assert main(args + ["--out", str(tmp_path / "b"), "--require", "exact"]) == 1
+    strict = json.loads(capsys.readouterr().out)
+    assert strict["failed"] == ["angles-f32"] and strict["require"] == "exact"
+    assert all(p["impl"] == "angles-f32" and p["grade"] == "float32" for p in strict["problems"])

@@ -190,3 +190,15 @@ def test_the_answer_block_and_answer_txt_say_the_same_with_true_threads_and_grad
     lines = (run / "answer.txt").read_text().splitlines()
     table = next(line for line in lines if line.startswith("table (float32): "))
     assert "small fast-good (2 threads, float32, 10x vs seed-numpy-stack)" in table
+
+
+def test_each_pick_shows_its_grade_and_a_faster_float32_pick_names_the_exact_one(tmp_path, no_plots):  # noqa: F811
+    """mid-good (float32 angles) is faster than slow-loops (exact): the detail says both, and one
+    sentence says the pick is only float32-grade and what exactness costs."""
+    impls = ("seed-numpy-stack", "mid-good", "slow-loops", "roof-numpy-fill")
+    run = write_run(tmp_path, bench=bench_rows(impls=impls, sizes=((1024, 64),)))
+    text = section(build([run]).read_text(), "Recommendation")
+    detail = [r for r in keyed_rows(text, "small") if "grade" in r]      # the detail table
+    assert detail and all(r["use"] == "**mid-good**" and r["grade"] == "float32" for r in detail)
+    assert all(r["exact instead"].startswith("slow-loops (") for r in detail)
+    assert "Only `float32`-grade" in text and "where slow-loops is exact at" in text

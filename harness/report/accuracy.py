@@ -47,6 +47,18 @@ def verdict(verify: Optional[pd.DataFrame], impl: str, dtype: Optional[str] = No
     return None
 
 
+def grade(verify: Optional[pd.DataFrame], impl: str, dtype: Optional[str] = None) -> str:
+    """The contract `impl` met on every verify case it passed (in `dtype`): "exact" or
+    "float32" (harness/core/contract.py); "" when verify.csv has no grades (an older run)."""
+    if verify is None or "grade" not in verify.columns:
+        return ""
+    mine = verify[(verify["impl"] == impl) & (verify["status"] == "pass")]
+    if dtype is not None:
+        mine = mine[mine["dtype"] == dtype]
+    grades = set(mine["grade"].dropna().astype(str)) - {""}
+    return "float32" if "float32" in grades else "exact" if grades else ""
+
+
 def long_accuracy(verify: Optional[pd.DataFrame], impl: str, dtype: str) -> Optional[Accuracy]:
     """The worst error of `impl` in `dtype` at long positions, None when verify never ran it."""
     if verify is None:

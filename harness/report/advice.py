@@ -40,7 +40,21 @@ def recommendation(found: Sequence[Answer], picks: Sequence[Recommendation], ben
         mine = [p for p in picks if p.workload == workload]
         blocks += [markdown.heading(4, f"`{workload}`"),
                    markdown.table(_detail(mine, bench, named, name), index=False)]
+        blocks += [line for line in [_only_float32(mine)] if line]
     return markdown.join(*blocks)
+
+
+def _only_float32(picks: Sequence[Recommendation]) -> str:
+    """One sentence naming the picks that are faster but only float32-grade."""
+    lesser = [p for p in picks if p.grade == "float32"]
+    if not lesser:
+        return ""
+    where = "; ".join(f"{p.impl} ({p.regime.name}, {p.dtype}, {fmt.threads(p.threads)})"
+                      + (f", where {p.exact_pick} is exact at {fmt.ratio(p.exact_score_s / p.score_s)} "
+                         "the time" if p.exact_pick else "")
+                      for p in lesser)
+    return (f"Only `float32`-grade (its error grows with the position, as float32 angles do; "
+            f"not within a few ulps everywhere): {where}. Require `exact` if far positions matter.")
 
 
 def accuracy(tables: Mapping[str, Optional[positions.Errors]], name: str) -> str:
@@ -109,7 +123,10 @@ _RULES = ("Per size regime x dtype x device x threads timed, the fastest impleme
           "*time*: the geometric mean of its medians over the regime's sizes; *first call*: the "
           "same of its first calls, what a one-off build costs (names ending in `-recycled` "
           "reuse the memory of outputs the caller has let go: their *time* is a rebuild's); "
-          "*lead*: the runner-up's time over the pick's.")
+          "*lead*: the runner-up's time over the pick's; *grade*: the contract verify graded it at "
+          "in that dtype (`exact`: a few ulps of the dtype at every position; `float32`: angles "
+          "as if formed in float32, the error growing with the position); where a pick is only "
+          "`float32`, *exact instead* names the fastest `exact` one and its time over the pick's.")
 
 
 def _detail(picks: Sequence[Recommendation], bench: pd.DataFrame, named: str,
@@ -124,14 +141,24 @@ def _detail(picks: Sequence[Recommendation], bench: pd.DataFrame, named: str,
             row["device"] = p.device
         if len({q.threads for q in picks}) > 1:
             row["threads"] = p.threads
-        row.update({"use": f"**{p.impl}**" + _timed_as(p, name),
+        row.update({"use": f"**{p.impl}**" + _timed_as(p, name), "grade": p.grade or "-",
                     "time": units.seconds(p.score_s), "first call": units.seconds(p.first_call_s),
                     "vs usual": _gain_text(speedup, p.impl == base),
                     "usual choice": base or "-",
                     "runner-up (lead)": f"{p.runner_up} ({fmt.ratio(p.lead)})" if p.runner_up else "-",
-                    "faster but excluded": "; ".join(p.excluded)})
+                    "faster but excluded": "; ".join(p.excluded),
+                    "exact instead": _exact_instead(p)})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _exact_instead(p: Recommendation) -> str:
+    """When the pick is only float32-grade: the fastest exact one and what exactness costs."""
+    if p.grade != "float32":
+        return "-"
+    if p.exact_pick is None:
+        return "none timed here"
+    return f"{p.exact_pick} ({fmt.ratio(p.exact_score_s / p.score_s)} the time)"
 
 
 def _gain_text(speedup: float, same: bool) -> str:

@@ -14,6 +14,9 @@ Algorithm, per workload and group (regime, dtype, device, threads):
 3. The winner has the lowest score; its lead is runner-up score / winner score
    (the geometric mean of the per-cell ratios). Implementations excluded by
    verify but faster than the winner are named, so the trade is visible.
+4. Each pick carries the grade verify gave it in the dtype (`exact` or `float32`,
+   harness/core/contract.py); when it is only `float32`, the fastest ranked
+   `exact` one is named with its time, so speed and accuracy are two facts.
 
 Regimes, by elements (length x d_model): *small* <= 2^16 (a float32 table of
 at most 256 KiB: inside L2, call overhead dominates), *large* >= 2^24 (at
@@ -29,7 +32,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from harness.report.accuracy import Accuracy, long_accuracy, verdict
+from harness.report.accuracy import Accuracy, grade, long_accuracy, verdict
 from harness.report.measures import timed, workload_rank
 from harness.runs.flags import flagged as flagged_rows
 
@@ -77,6 +80,11 @@ class Recommendation:
     #: "impl: N cell(s) (why)" for each implementation whose cells in this group were left
     #: out because the machine's load may have distorted them.
     flagged: tuple[str, ...] = ()
+    #: the contract verify graded it at in this dtype: exact | float32 | "" (no grades recorded)
+    grade: str = ""
+    #: when the pick is only float32: the fastest ranked implementation graded exact, and its time
+    exact_pick: Optional[str] = None
+    exact_score_s: float = math.nan
 
 
 GROUP = ["workload", "regime", "dtype", "device", "threads"]
@@ -148,11 +156,14 @@ def _pick(group: pd.DataFrame, verify: Optional[pd.DataFrame],
     excluded = tuple(f"{i}: {why_not[i]}" for i in sorted(scores, key=scores.get)
                      if why_not[i] is not None and scores[i] < scores[winner])
     convention = str(group.loc[group["impl"] == winner, "convention"].iloc[0])
+    graded = grade(verify, winner, dtype)
+    exact = next((i for i in ranked if graded == "float32" and grade(verify, i, dtype) == "exact"), None)
     return Recommendation(first["workload"], regime_of(int(first["elements"])), dtype,
                           first["device"], int(first["threads"]), winner, convention,
                           scores[winner], len(common), long_accuracy(verify, winner, dtype),
                           runner_up, lead, excluded,
-                          _geomean(_cold(group), winner, common, "first_call_s"), flagged)
+                          _geomean(_cold(group), winner, common, "first_call_s"), flagged,
+                          graded, exact, scores[exact] if exact else math.nan)
 
 
 def _cold(group: pd.DataFrame) -> pd.DataFrame:

@@ -32,7 +32,7 @@ from harness.core.kinds.table.reference import reference
 from harness.core.registry import Implementation
 from harness.core import selection
 from harness.core.kinds.table.spec import LAYOUTS, Spec
-from harness.core.kinds.table.tolerance import tolerance
+from harness.core.kinds.table.tolerance import exact_tolerance, tolerance
 from harness.util import arguments, io, tables
 from harness.util.deadline import CallTimeout, call_with_deadline
 from harness.verbs.conventions import each_kind
@@ -60,6 +60,7 @@ class MatrixCell:
     status: str                  # match | differs | error | skip
     max_abs_err: float = float("nan")
     reason: str = ""
+    grade: str = ""              # exact | float32 for a match (harness.core.contract)
 
 
 def label(spec: Spec) -> str:
@@ -102,10 +103,11 @@ def run_cell(impl: Implementation, probe: Probe,
         out = call_with_deadline(call_with_deadline(lambda: impl.build(spec), timeout_s), timeout_s)
     except Exception as exc:
         return MatrixCell(impl.name, probe.label, "error", reason=f"{type(exc).__name__}: {exc}"), None
-    result = compare(out, reference(spec), tolerance(spec), spec.dtype)
+    result = compare(out, reference(spec), tolerance(spec), spec.dtype, exact=exact_tolerance(spec))
     table = to_numpy(out).astype(np.float64) if np.isfinite(result.max_abs_err) else None
     status = "match" if result.reason is None else "differs" if table is not None else "error"
-    return MatrixCell(impl.name, probe.label, status, result.max_abs_err, result.reason or ""), table
+    grade = result.grade if status == "match" else ""
+    return MatrixCell(impl.name, probe.label, status, result.max_abs_err, result.reason or "", grade), table
 
 
 def impl_cells(impl: Implementation, grid: Sequence[Probe],
@@ -200,7 +202,8 @@ def cells_frame(cells: Sequence[MatrixCell], grid: Sequence[Probe],
                 classes: dict[tuple[str, str], str]) -> pd.DataFrame:
     specs = {p.label: p.spec for p in grid}
     return pd.DataFrame([{"probe": c.probe, **specs[c.probe].as_dict(), "impl": c.impl,
-                          "status": c.status, "table_class": classes.get((c.impl, c.probe), ""),
+                          "status": c.status, "grade": c.grade,
+                          "table_class": classes.get((c.impl, c.probe), ""),
                           "max_abs_err": c.max_abs_err, "reason": c.reason} for c in cells])
 
 
@@ -212,14 +215,17 @@ def markdown(grid: Sequence[Probe], cells: Sequence[MatrixCell], classes: dict[t
     lines = ["# Conventions", "",
              f"Probes: {PROBE_LENGTH} positions, width {EVEN_WIDTH} (and {ODD_WIDTH} for the "
              "odd-width policies), base 10000. `=`: the table agrees with the float64 reference "
-             "within tolerance.", "", "## Which implementations produce which convention", ""]
+             "within tolerance; `(float32)`: only at the float32 grade (harness/core/contract.py), "
+             "not within a few ulps everywhere.", "", "## Which implementations produce which convention", ""]
+    graded = {(c.impl, c.probe): c.grade for c in cells}
     rows = []
     for p in grid:
-        producers = [n for n in names if classes.get((n, p.label)) == "="]
+        producers = [n + (" (float32)" if graded.get((n, p.label)) == "float32" else "")
+                     for n in names if classes.get((n, p.label)) == "="]
         wrong = [f"{n} ({classes[(n, p.label)]})" for n in names
                  if classes.get((n, p.label), "=") != "="]
-        libs = [n for n in producers if n in libraries]
-        others = [n for n in producers if n not in libraries]
+        libs = [n for n in producers if n.split(" ")[0] in libraries]
+        others = [n for n in producers if n.split(" ")[0] not in libraries]
         rows.append([p.label, ", ".join(libs) or "-", len(others), ", ".join(wrong) or "-"])
     lines.append(tables.markdown(["convention", "libraries", "other implementations",
                                   "differ from the reference"], rows))

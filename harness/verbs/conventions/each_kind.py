@@ -90,7 +90,8 @@ def run(impls: Sequence[Implementation], timeout_s: float,
             for probe, result in zip(grid, by_impl[impl.name]):
                 rows.append({"kind": name, "convention": probe.convention, "dtype": probe.spec.dtype,
                              "impl": impl.name, "workload": impl.workload, "status": result.status,
-                             "max_abs_err": result.max_abs_err, "reason": result.reason})
+                             "grade": result.grade, "max_abs_err": result.max_abs_err,
+                             "reason": result.reason})
     return pd.DataFrame(rows)
 
 
@@ -110,13 +111,15 @@ def markdown(frame: pd.DataFrame) -> str:
         return ""
     lines = ["", "# The rest of the family", "",
              f"Probes: {PROBE_LENGTH} positions (grid cells, timesteps) x width {PROBE_WIDTH}, in "
-             f"{' and '.join(PROBE_DTYPES)}, each checked as `verify` checks; `-`: not supported."]
+             f"{' and '.join(PROBE_DTYPES)}, each checked as `verify` checks; `-`: not supported; "
+             "`(float32)`: passed at the float32 grade only (harness/core/contract.py)."]
     for name, rows in frame.groupby("kind", sort=False):
         kind = kinds.named(name)
         lines += ["", f"## {name}: {kind.doc}", ""]
         table = []
         for (convention, dtype), probe in rows.groupby(["convention", "dtype"], sort=False):
-            passed = sorted(probe.loc[probe["status"] == "pass", "impl"])
+            ok = probe[probe["status"] == "pass"]
+            passed = sorted(i + (" (float32)" if g == "float32" else "") for i, g in zip(ok["impl"], ok["grade"]))
             failed = sorted(probe.loc[probe["status"].isin(["fail", "error"]), "impl"])
             table.append([convention, dtype, ", ".join(passed) or "-", ", ".join(failed) or "-"])
         lines.append(tables.markdown(["convention", "dtype", "builds it", "fails it"], table))
