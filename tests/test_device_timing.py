@@ -156,6 +156,17 @@ def test_graph_mode_replays_a_capture_and_a_failed_capture_is_a_skip(fake_gpu, m
     assert "stream is capturing" in outcome.reason
 
 
+def test_an_in_place_kernel_is_reset_once_then_captured(fake_gpu):
+    """Graph mode times an in-place kernel too: one reset, then the call captured and replayed
+    (each replay rotating the last one's output: the same bytes and work)."""
+    events = []
+    rounds = modes.rounds_for("graph", lambda: events.append("call"), "fakegpu", "cuda", 1e-3, 0.1,
+                              5, fresh=lambda: events.append("reset"))
+    assert events[0] == "reset" and events.count("reset") == 1 and events.count("call") >= 1
+    rounds.target()
+    assert events.count("reset") == 1 and rounds.setup is None
+
+
 def test_device_timer_syncs_before_reading_the_clock(fake_gpu):
     assert modes.clock("cpu")() > 0 and fake_gpu["syncs"].calls == 0
     modes.clock("cuda")()
