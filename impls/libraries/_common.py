@@ -11,7 +11,12 @@ from typing import Any, Optional
 
 import numpy as np
 
+from harness import RotarySupports
+
 from ..table.library_conventions import LibrarySupports
+
+#: The dtypes of a library whose rotary angles are float32: its halves and float32 (not float64).
+HALVES_AND_F32 = ("float16", "bfloat16", "float32")
 
 __all__ = ["LibrarySupports", "even_width", "no_offset", "positions", "small_rows", "torch_dtype",
            "torch_positions", "two_pairs"]
@@ -71,3 +76,16 @@ def float32_positions(spec: Any) -> Optional[str]:
     if spec.max_position > 1 << 24:
         return f"casts positions to float32, inexact past 2^24, got {spec.max_position}"
     return None
+
+
+def float32_angles(layout: str, why: str) -> RotarySupports:
+    """A rotary library that forms its angles in float32 (`why`: how it says so), in one layout."""
+    return RotarySupports(dtypes=HALVES_AND_F32, layouts=(layout,), why_dtypes=why)
+
+
+def torch_qk(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
+    """q and k as torch tensors in the spec's dtype, and the positions as an int64 tensor."""
+    import torch
+
+    dtype = torch_dtype(spec.dtype)
+    return torch.from_numpy(q).to(dtype), torch.from_numpy(k).to(dtype), torch.from_numpy(positions)

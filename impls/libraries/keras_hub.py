@@ -13,9 +13,8 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
-from harness import RotarySupports
 from ..table.library_conventions import LibrarySupports, _positions_fit_dtype
-from ._common import float32_positions
+from ._common import float32_angles, float32_positions
 
 
 def _float64_is_float32(spec: Spec) -> Optional[str]:
@@ -55,10 +54,8 @@ def _keras_rope_type(spec: RotarySpec) -> Optional[str]:
 
 
 @register(name="keras-hub-rope-apply", backend="tensorflow", workload="apply", library="keras-hub",
-          requires=("keras_hub",), supports=LibrarySupports("keras-hub", RotarySupports(
-              dtypes=("float16", "bfloat16", "float32"), layouts=("half",),
-              why_dtypes="positions, frequencies and angles are float32"),
-              (_keras_rope_type, float32_positions)))
+          requires=("keras_hub",), supports=LibrarySupports("keras-hub", float32_angles(
+              "half", "positions, frequencies and angles are float32"), (_keras_rope_type, float32_positions)))
 def build_keras_hub_rope(spec: RotarySpec, q, k, positions):
     """RotaryEmbedding(max_wavelength=base, scaling_factor=factor, rope_type, yarn fields,
     sequence_axis=2)(x[..., :rot], positions=positions), concatenated with the unrotated rest

@@ -13,7 +13,7 @@ from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
 from harness import RotarySupports
-from ._common import LibrarySupports, even_width, no_offset, torch_dtype, two_pairs
+from ._common import even_width, LibrarySupports, no_offset, torch_dtype, torch_qk, two_pairs
 
 F32_AND_HALVES = ("float16", "bfloat16", "float32")
 INTERLEAVED = RotarySupports(dtypes=F32_AND_HALVES, layouts=("interleaved",),
@@ -108,9 +108,7 @@ def build_rotary_embedding_torch(spec: RotarySpec, q, k, positions):
     from rotary_embedding_torch import RotaryEmbedding, apply_rotary_emb
 
     module = RotaryEmbedding(spec.rot, theta=spec.base, interpolate_factor=spec.factor)
-    dtype = torch_dtype(spec.dtype)
-    qx, kx = torch.from_numpy(q).to(dtype), torch.from_numpy(k).to(dtype)
-    position_ids = torch.from_numpy(positions)
+    qx, kx, position_ids = torch_qk(spec, q, k, positions)
 
     @torch.no_grad()
     def apply():

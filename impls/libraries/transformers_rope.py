@@ -14,14 +14,12 @@ from typing import Any, Optional
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 
-from harness import RotarySupports
-from ._common import LibrarySupports, torch_dtype
+from ._common import float32_angles, LibrarySupports, torch_dtype, torch_qk
 from ._hf_config import rotary_module
 
-HALVES_AND_F32 = ("float16", "bfloat16", "float32")
 WHY = "angles are float32, cast to the activations' dtype"
-HALF = RotarySupports(dtypes=HALVES_AND_F32, layouts=("half",), why_dtypes=WHY)
-INTERLEAVED = RotarySupports(dtypes=HALVES_AND_F32, layouts=("interleaved",), why_dtypes=WHY)
+HALF = float32_angles("half", WHY)
+INTERLEAVED = float32_angles("interleaved", WHY)
 
 
 def _full_rotary(spec: RotarySpec) -> Optional[str]:
@@ -79,9 +77,8 @@ def _apply(model_type: str, spec: RotarySpec, q, k, positions):
     module = rotary_module(model_type, spec)
     apply_rotary_pos_emb = importlib.import_module(
         f"transformers.models.{model_type}.modeling_{model_type}").apply_rotary_pos_emb
-    dtype = torch_dtype(spec.dtype)
-    qx, kx = torch.from_numpy(q).to(dtype), torch.from_numpy(k).to(dtype)
-    position_ids = torch.from_numpy(positions)[None]
+    qx, kx, position_ids = torch_qk(spec, q, k, positions)
+    position_ids = position_ids[None]
 
     @torch.no_grad()
     def apply():

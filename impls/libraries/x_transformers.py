@@ -12,8 +12,7 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
-from harness import RotarySupports
-from ._common import LibrarySupports, even_width, float32_positions, torch_dtype
+from ._common import even_width, float32_angles, float32_positions, LibrarySupports, torch_qk
 
 
 def _interpolation(spec: RotarySpec) -> Optional[str]:
@@ -48,10 +47,8 @@ def build_scaled_sinusoidal(spec: Spec):
 
 
 @register(name="x-transformers-rope-apply", backend="torch", workload="apply", library="x-transformers",
-          requires=("x_transformers",), supports=LibrarySupports("x-transformers", RotarySupports(
-              dtypes=("float16", "bfloat16", "float32"), layouts=("interleaved",),
-              why_dtypes="angles are float32, cast to the input's dtype"),
-              (_interpolation, float32_positions)))
+          requires=("x_transformers",), supports=LibrarySupports("x-transformers", float32_angles(
+              "interleaved", "angles are float32, cast to the input's dtype"), (_interpolation, float32_positions)))
 def build_x_transformers_rope(spec: RotarySpec, q, k, positions):
     """freqs, scale = RotaryEmbedding(rot, base=base, interpolation_factor=factor)(positions), then
     apply_rotary_pos_emb(q, freqs, scale) and (k, ...): interleaved (pairs), rotates the first rot."""
@@ -59,9 +56,7 @@ def build_x_transformers_rope(spec: RotarySpec, q, k, positions):
     from x_transformers.x_transformers import RotaryEmbedding, apply_rotary_pos_emb
 
     module = RotaryEmbedding(spec.rot, base=spec.base, interpolation_factor=spec.factor)
-    dtype = torch_dtype(spec.dtype)
-    qx, kx = torch.from_numpy(q).to(dtype), torch.from_numpy(k).to(dtype)
-    position_ids = torch.from_numpy(positions)
+    qx, kx, position_ids = torch_qk(spec, q, k, positions)
 
     @torch.no_grad()
     def apply():
