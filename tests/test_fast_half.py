@@ -97,3 +97,12 @@ def test_bfloat16_apply_roof_scales_bfloat16():
     out_q, out_k = ROOF_REGISTRY.get("roof-recycled-torch-scale-apply").build(spec, q, q, np.arange(8))()
     assert out_q.dtype == torch.bfloat16 and torch.all(out_q == 3) and torch.all(out_k == 3)
     assert ROOF_REGISTRY.get("roof-recycled-scale-apply").supports(spec)   # NumPy has no bfloat16
+
+
+def test_bfloat16_forward_roof_adds_in_bfloat16():
+    from harness import Spec
+
+    spec = Spec(8, 4, dtype="bfloat16")
+    x = np.full((2, 8, 4), 0.5, np.float32)
+    out = ROOF_REGISTRY.get("roof-recycled-torch-add").build(spec, x)()
+    assert out.dtype == torch.bfloat16 and tuple(out.shape) == (2, 8, 4) and torch.all(out == 1.5)

@@ -7,6 +7,7 @@ import pytest
 
 from harness import Spec, reference
 from harness.core.checks import check
+from harness.core.convert import to_numpy
 from harness.core.kinds.table import forward_input
 from harness.core.registry import REGISTRY
 from harness.impls import fast_numba  # noqa: F401  (registers)
@@ -104,3 +105,19 @@ def test_recycled_tables_reuse_only_memory_nobody_holds():
     third = table()
     assert third.ctypes.data == address   # let go, so its memory comes back, written again
     np.testing.assert_allclose(third, reference(spec), atol=1e-6)
+
+
+@pytest.mark.parametrize(("dtype", "bound"), [("float16", 2.0 ** -12 + 1e-7), ("bfloat16", 2.0 ** -9 + 1e-7)])
+@pytest.mark.parametrize("name", TABLES)
+def test_half_precision_tables_are_float32_rounded_once(name, dtype, bound):
+    """Half an ulp of the half dtype (values in [0.5, 1) have the coarsest), plus float32's error."""
+    spec = Spec(300, 20, dtype=dtype, layout="concat", offset=5)
+    out = to_numpy(_table(name, spec)).astype(np.float64)
+    assert np.abs(out - reference(spec)).max() <= bound
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", FORWARDS)
+def test_half_precision_forwards_pass(name, dtype):
+    result = check(REGISTRY.get(name), Spec(70, 12, dtype=dtype))
+    assert result.status == "pass", result.reason

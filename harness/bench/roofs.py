@@ -220,8 +220,10 @@ def _add_torch(spec: Spec, x: np.ndarray):
     """x + pe into recycled memory (torch's multi-threaded add)"""
     import torch
 
-    xt, pe = torch.from_numpy(x), torch.ones((spec.length, spec.d_model), dtype=getattr(torch, spec.dtype))
-    return lambda out: torch.add(xt, pe, out=torch.from_numpy(out))
+    dtype = getattr(torch, spec.dtype)
+    xt, pe = torch.from_numpy(x).to(dtype), torch.ones((spec.length, spec.d_model), dtype=dtype)
+    view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
+    return lambda out: torch.add(xt, pe, out=view(out))
 
 
 def _register_host_roofs() -> None:
@@ -233,10 +235,10 @@ def _register_host_roofs() -> None:
             supports = NUMPY_DTYPES if stem.startswith("roof-numpy") else TORCH_DTYPES
             ROOF_REGISTRY.register(name=roof_name(stem, workload), backend=backend, workload=workload,
                                    supports=supports)(build)
-    for name, backend, write in (("roof-recycled-add", "numpy", _add_numpy),
-                                 ("roof-recycled-torch-add", "torch", _add_torch)):
+    for name, backend, write, supports in (("roof-recycled-add", "numpy", _add_numpy, NUMPY_DTYPES),
+                                           ("roof-recycled-torch-add", "torch", _add_torch, TORCH_DTYPES)):
         ROOF_REGISTRY.register(name=name, backend=backend, workload="forward",
-                               supports=NUMPY_DTYPES)(_recycled(write))
+                               supports=supports)(_recycled(write))
 
 
 _register_host_roofs()

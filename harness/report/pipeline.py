@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.report import (advice, convention, device, extras, flags, html, markdown, plots, positions,
+from harness.report import (advice, bounds, convention, device, extras, flags, html, markdown, plots, positions,
                             sections, side_by_side, summary)
 from harness.report.accuracy import error_by_position
 from harness.report.answer import answers
@@ -80,7 +80,7 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
         summary.still_flagged(run), sections.sources([run, *([base] if base else [])]),
         advice.recommendation(found, picks, run.bench, baseline, name, run.verify is not None),
         advice.accuracy(errors, name),
-        device.section(run.device, run.env, run.verify),
+        device.section(run.device, run.env, run.verify), bounds.section(chosen, run.verify),
         sections.accuracy_vs_speed(trades, figures, out, convention.describe(name)),
         *(sections.workload(run, w, named[w], figures, out) for w in workloads),
         sections.change(changes(run.bench, base.bench), base) if base else "",

@@ -17,13 +17,16 @@ Where the error comes from: `numba-angleadd` rounds P, Q, X, Y to the output
 dtype and multiply-adds there (max ~1.4e-7 in float32 at any position);
 `numba-angleadd-f64` keeps them in float64 and rounds once (0.5 ulp, ~3e-8).
 For float64 output both compute every table entry directly (no recurrence),
-since rotation drift of ~1e-13 would exceed a float64 tolerance.
+since rotation drift of ~1e-13 would exceed a float64 tolerance. float16 and bfloat16 tables
+and forwards are the float32 arithmetic rounded once into uint16 bits (impls/_numba_half.py):
+half an ulp of the half dtype plus float32's ~1e-7.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -31,22 +34,29 @@ import numpy as np
 from harness import Spec, register
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
-from ._assemble import EVERY_CONVENTION
+
+from .._numba_half import DTYPES, HALF_DTYPES, Storage, codecs
+from ._assemble import EVERY_CONVENTION as CONVENTIONS
 from ._angle_addition import column_steps
 
 #: Rows per block: X, Y of 32 x 1024 float32 is 256 KiB, resident in L2 while a block is written.
 BLOCK = 32
 #: Blocks for float64 output, whose block starts cost one direct sin/cos per column each.
 BLOCK_EXACT = 64
-FASTMATH = {"contract"}   # fuse a*b + c into an FMA; no reassociation, no unsafe math
+FASTMATH = {"contract"}
+#: Every convention, in every dtype (half dtypes through the codecs).
+EVERY_CONVENTION = replace(CONVENTIONS, dtypes=DTYPES)   # fuse a*b + c into an FMA; no reassociation, no unsafe math
 
 
 @functools.cache
-def _jit() -> SimpleNamespace:
-    """Compile the kernels once per process (numba is imported only here)."""
+def _jit(dtype: str = "float32") -> SimpleNamespace:
+    """Compile the kernels once per process and codec (numba is imported only here): float32
+    and float64 share one set, each half dtype has its own, its store and load inlined."""
     import numba
 
     njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
+    codec = codecs()[dtype]
+    store, load = codec.store, codec.load
 
     @njit
     def start(P, Q, w, a, b, position):
@@ -95,7 +105,7 @@ def _jit() -> SimpleNamespace:
         per = (nblocks + nchunks - 1) // nchunks
         for t in numba.prange(nchunks):   # the only parallel region: one fork/join per call
             P, Q = np.empty(d), np.empty(d)
-            Pt, Qt, pe = np.empty_like(X[0]), np.empty_like(X[0]), np.empty(d, out.dtype)
+            Pt, Qt, pe = np.empty_like(X[0]), np.empty_like(X[0]), np.empty_like(X[0])
             first = t * per
             table = out[0]
             for blk in range(first, min(nblocks, first + per)):
@@ -110,20 +120,25 @@ def _jit() -> SimpleNamespace:
                     p = blk * block + j
                     if x is None:
                         for c in range(d):
-                            table[p, c] = Pt[c] * X[j, c] + Qt[c] * Y[j, c]
+                            table[p, c] = store(Pt[c] * X[j, c] + Qt[c] * Y[j, c])
                     else:
                         for c in range(d):
                             pe[c] = Pt[c] * X[j, c] + Qt[c] * Y[j, c]
                         for n in range(batch):
                             for c in range(d):
-                                out[n, p, c] = x[n, p, c] + pe[c]
+                                out[n, p, c] = store(load(x[n, p, c]) + pe[c])
 
     return SimpleNamespace(within_block=within_block, sweep=sweep)
 
 
+def _work(spec: Spec) -> np.dtype:
+    """The arithmetic of the output dtype: itself, or float32 for a half dtype."""
+    return np.dtype(np.float32 if spec.dtype in HALF_DTYPES else spec.dtype)
+
+
 def _sweeper(spec: Spec, arithmetic: np.dtype):
     """Factory body shared by table and forward: compile for these types now, return run(out, x)."""
-    kernels = _jit()
+    kernels = _jit(spec.dtype if spec.dtype in HALF_DTYPES else "float32")
     steps = column_steps(spec)
     w, a, b = steps.column_w, steps.a, steps.b
     exact = spec.dtype == "float64"
@@ -142,7 +157,7 @@ def _sweeper(spec: Spec, arithmetic: np.dtype):
 
 def _warm(run, spec: Spec, x=None) -> None:
     """Call once on a 1-row slice so JIT compilation stays out of the timed call."""
-    tiny = np.empty((1 if x is None else x.shape[0], 1, spec.d_model), spec.dtype)
+    tiny = np.empty((1 if x is None else x.shape[0], 1, spec.d_model), Storage(spec.dtype).kernel)
     run(tiny, None if x is None else np.ascontiguousarray(x[:, :1]))
 
 
@@ -156,20 +171,21 @@ def _outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.nd
 def _build_table(spec: Spec, arithmetic: np.dtype, recycle: bool = False):
     run = _sweeper(spec, arithmetic)
     _warm(run, spec)
-    output = _outputs((spec.length, spec.d_model), spec.dtype, recycle)
+    storage = Storage(spec.dtype)
+    output, result = _outputs((spec.length, spec.d_model), storage.kernel, recycle), storage.result()
 
     def table():
         out = output()
         run(out[None])
-        return out
+        return result(out)
 
     return table
 
 
 @register(name="numba-angleadd", backend="numba", supports=EVERY_CONVENTION)
 def build_numba_angleadd(spec: Spec):
-    """Angle addition in the output dtype, parallel row blocks: the fastest float32 table."""
-    return _build_table(spec, np.dtype(spec.dtype))
+    """Angle addition in the output dtype (float32 for half dtypes), parallel row blocks."""
+    return _build_table(spec, _work(spec))
 
 
 @register(name="numba-angleadd-f64", backend="numba", supports=EVERY_CONVENTION)
@@ -182,16 +198,18 @@ def build_numba_angleadd_f64(spec: Spec):
 def build_numba_angleadd_recycled(spec: Spec):
     """numba-angleadd writing into the memory of a table the caller has let go (RecycledBuffers):
     no page faults when tables are rebuilt, at the price of keeping two tables allocated."""
-    return _build_table(spec, np.dtype(spec.dtype), recycle=True)
+    return _build_table(spec, _work(spec), recycle=True)
 
 
 def _build_forward(spec: Spec, x: np.ndarray, recycle: bool = False):
-    run = _sweeper(spec, np.dtype(spec.dtype))
+    run = _sweeper(spec, _work(spec))
+    storage = Storage(spec.dtype)
+    x = storage.encode(x)   # the dtype's values as the kernel reads them (half: uint16 bits)
     _warm(run, spec, x)
-    output = _outputs(x.shape, x.dtype, recycle)
+    output, result = _outputs(x.shape, storage.kernel, recycle), storage.result()
 
     def forward():
-        return run(output(), x)
+        return result(run(output(), x))
 
     return forward
 

@@ -58,5 +58,6 @@ TABLE = add(Kind(
     conventions=CONVENTIONS, bench_spec=_bench_spec, default_supports=Supports(),
     bench_sizes=((64, 512, 4096, 8192, 65536), (64, 256, 1024, 4096)),
     bench_sizes_quick=((64, 4096), (64, 512)),
+    bench_dtypes=("float32", "float64", "bfloat16", "float16"),   # half: where a backend builds them
     doc="the 1-D absolute table of 'Attention is all you need' and its variants",
 ))

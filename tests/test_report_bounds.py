@@ -1,0 +1,35 @@
+"""The report's roof table: the binding limit per workload and dtype, and the best that passes."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.bench.cells import Cell, Outcome, row
+from harness.report import bounds
+from harness.runs import results
+
+
+def _cell(impl: str, threads: int, is_roof: bool = False, length: int = 64) -> Cell:
+    return Cell(impl, "numpy", "cpu", "timestep", "adm", length, 64, "float32", threads,
+                is_roof=is_roof, kind="timestep")
+
+
+def _bench() -> pd.DataFrame:
+    times = {("roof-recycled-fill-timestep", True): 1e-3, ("roof-sincos-timestep", True): 8e-3,
+             ("fast-but-wrong", False): 2e-3, ("timestep-numba", False): 4e-3}
+    rows = [row(_cell(name, threads, roof), Outcome("ok", median_s=t / threads, iqr_s=t / 1e3))
+            for (name, roof), t in times.items() for threads in (1, 2)]
+    rows.append(row(_cell("timestep-numba", 2, length=8), Outcome("ok", median_s=1e-6, iqr_s=1e-9)))
+    return results.tidy(rows, "run", "machine")
+
+
+def test_the_table_names_the_binding_roof_and_the_fastest_that_passes():
+    verify = pd.DataFrame({"impl": ["fast-but-wrong", "timestep-numba"], "dtype": ["float32"] * 2,
+                           "status": ["fail", "pass"]})
+    frame = bounds.table(_bench(), verify)
+    assert len(frame) == 1
+    line = frame.iloc[0]
+    assert line["bound"] == "compute" and line["best (passes verify)"] == "timestep-numba"
+    assert line["size"] == "64 x 64"                      # the largest size, not the fastest cell
+    assert line["x roof, 2 threads"] == "0.5x" and line["x roof, 1 thread"] == "0.5x"
+    assert "compute" in bounds.section(_bench(), verify)
