@@ -308,6 +308,7 @@ def test_timed_convention_is_shown_when_not_the_papers(tmp_path, no_plots):
     for r in rows:
         r["convention"] = "concat" if r["impl"] == "fast-good" else "paper"
     text = build([write_run(tmp_path, bench=rows)]).read_text()
-    assert "**fast-good** (timed as concat)" in section(text, "Recommendation")
+    assert "**fast-good** (timed building the concat (layout concat) table, the first convention it " \
+           "supports)" in section(text, "Recommendation")
     assert table_rows(section(text, "Accuracy vs speed"), "fast-good (concat)")
     assert "seed-numpy-stack (paper)" not in text

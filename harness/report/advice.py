@@ -86,8 +86,8 @@ def _intro(found: Sequence[Answer], name: str) -> str:
 
 def _family_note(found: Sequence[Answer]) -> str:
     """Which convention the other kinds' picks build: their kind's first (`convention`)."""
-    named = [f"{w}: {convention.family_first(w)}" for w in dict.fromkeys(a.pick.workload for a in found)
-             if convention.family_first(w)]
+    named = [f"{w}: {convention.spelled_out(w, convention.family_first(w))}"
+             for w in dict.fromkeys(a.pick.workload for a in found) if convention.family_first(w)]
     return f" (the rest of the family in its kind's first convention: {', '.join(named)})" if named else ""
 
 
@@ -178,4 +178,7 @@ def _errors(a: Answer) -> str:
 
 def _timed_as(p: Recommendation, name: str) -> str:
     """The convention bench timed it in, when not the one asked for (its time is that one's)."""
-    return f" (timed as {p.convention})" if p.convention and p.convention != name else ""
+    if not p.convention or p.convention == name:
+        return ""
+    return (f" (timed building the {convention.spelled_out(p.workload, p.convention)} table, "
+            "the first convention it supports)")

@@ -58,6 +58,18 @@ def family_first(workload: str) -> str:
     return "" if kind.name == "table" else kind.first_convention   # the 1-D table reads CONVENTIONS itself
 
 
+def spelled_out(workload: str, name: str) -> str:
+    """A kind's convention name with the spec fields it sets, for a reader who does not know
+    it: 'adm (freq_shift 0.0, cos_first True)'; the name alone when no kind defines it."""
+    try:
+        fields = kinds.of_workload(workload).conventions.get(name)
+    except ValueError:
+        fields = None
+    if not fields:
+        return name
+    return f"{name} (" + ", ".join(f"{k} {v}" for k, v in fields.items()) + ")"
+
+
 def cases(verify: Optional[pd.DataFrame], name: str, offsets: bool = False) -> pd.DataFrame:
     """Verify rows of convention `name` at the default base and scale, even widths only.
 
