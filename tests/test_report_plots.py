@@ -135,3 +135,14 @@ def test_speedup_heatmap_leaves_out_a_dtype_its_baseline_never_ran(tmp_path, cau
     plots.speedup_heatmap(bench, "table", "seed-numpy-stack", "box", tmp_path / "s.png")
     titles = [ax.get_title() for ax in caught[0].axes if ax.get_title()]
     assert titles == ["float32, 1 thread", "float32, 2 threads"]
+
+
+def test_each_role_has_its_own_hue_however_many_picks_there_are():
+    """Twelve recommended implementations used to wrap tab10 onto the usual choice's colour."""
+    roles = {f"pick-{i}": "recommended" for i in range(12)}
+    roles.update({"seed": "usual choice", "front": "Pareto"})
+    styles = figures.palette(list(roles), highlight=roles)
+    picks = {to_hex(styles[n]["color"]) for n in roles if n.startswith("pick-")}
+    assert to_hex(styles["seed"]["color"]) not in picks
+    assert to_hex(styles["front"]["color"]) not in picks | {to_hex(styles["seed"]["color"])}
+    assert len({(to_hex(styles[n]["color"]), styles[n]["marker"]) for n in roles}) == len(roles)

@@ -22,8 +22,12 @@ from matplotlib.ticker import Formatter, FuncFormatter, NullFormatter  # noqa: E
 MARKERS = "osD^v<>pP*Xh"
 #: tab20's strong colours first, then its light ones (every implementation in colour).
 COLOUR_ORDER = tuple(range(0, 20, 2)) + tuple(range(1, 20, 2))
-#: The few that matter in a highlighted plot: ten colours no two alike (tab10).
-HIGHLIGHT_COLOURS = tuple(plt.get_cmap("tab10").colors)
+#: The few that matter in a highlighted plot, coloured by role so a role is read at a glance:
+#: shades of one hue per role (tab20c's blue, orange, green, purple), never shared by two roles.
+_SHADES = plt.get_cmap("tab20c").colors
+ROLE_COLOURS = {"recommended": _SHADES[0:4], "usual choice": _SHADES[4:8],
+                "Pareto": _SHADES[8:12]}
+OTHER_ROLE_COLOURS = _SHADES[12:16]
 #: Everything else in a highlighted plot: thin, grey, behind, one legend entry for all.
 OTHER_LABEL = "other implementations"
 OTHER = dict(color="#b8b8b8", marker="", linewidth=0.8, alpha=0.8, zorder=1, label=OTHER_LABEL)
@@ -38,9 +42,9 @@ def palette(impls: Iterable[str], roofs: Iterable[str] = (),
     """Line style per implementation: colour and marker; `roofs` grey and dashed.
 
     With `highlight` (impl -> its role: recommended, usual choice...), only those get
-    colours, each its own colour and marker, drawn thick and on top, labelled with their
-    role; the rest are `OTHER`: 27 series in 20 colours cannot be told apart, 6 in colour
-    over grey can.
+    colours: the hue of their first role (ROLE_COLOURS), a shade and marker of their own,
+    drawn thick and on top, labelled with their role; the rest are `OTHER`: 27 series in 20
+    colours cannot be told apart, 6 in colour over grey can.
     """
     roofs = sorted(set(roofs))
     names = sorted(set(impls) - set(roofs))
@@ -53,10 +57,14 @@ def palette(impls: Iterable[str], roofs: Iterable[str] = (),
         chosen = sorted(set(highlight) - set(roofs))
         for name in names:
             styles[name] = dict(OTHER)
+        used: dict[str, int] = {}
         for i, name in enumerate(chosen):
             role = highlight[name]
-            styles[name] = dict(color=HIGHLIGHT_COLOURS[i % len(HIGHLIGHT_COLOURS)],
-                                marker=MARKERS[i % len(MARKERS)], linewidth=2.0, zorder=3,
+            first = role.split(",")[0].strip()
+            shades = ROLE_COLOURS.get(first, OTHER_ROLE_COLOURS)
+            n = used[first] = used.get(first, -1) + 1
+            styles[name] = dict(color=shades[n % len(shades)], marker=MARKERS[i % len(MARKERS)],
+                                linewidth=2.0, zorder=3,
                                 label=f"{name} ({role})" if role else name)
     for i, name in enumerate(roofs):
         styles[name] = dict(color=ROOF_GREYS[i % len(ROOF_GREYS)], marker="", linewidth=2,
