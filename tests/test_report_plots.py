@@ -146,3 +146,15 @@ def test_each_role_has_its_own_hue_however_many_picks_there_are():
     assert to_hex(styles["seed"]["color"]) not in picks
     assert to_hex(styles["front"]["color"]) not in picks | {to_hex(styles["seed"]["color"])}
     assert len({(to_hex(styles[n]["color"]), styles[n]["marker"]) for n in roles}) == len(roles)
+
+
+def test_a_flagged_cell_is_drawn_apart_not_as_a_speedup(tmp_path, caught):
+    run = load_run(write_run(tmp_path))
+    bench = run.bench.copy()
+    bench["flags"] = ""
+    one = bench.index[(bench["impl"] == "fast-good") & bench["ok"]][0]
+    bench.loc[one, "flags"] = "load: 1.9 cores busy with other processes"
+    plots.speedup_heatmap(bench, "table", "seed-numpy-stack", "box", tmp_path / "s.png")
+    texts = [t for ax in caught[0].axes for t in ax.texts]
+    flagged = [t for t in texts if t.get_text() == "flagged"]
+    assert len(flagged) == 1 and flagged[0].get_color() == "grey"

@@ -21,6 +21,7 @@ from harness.report.figures import bold_ticks, grid, heatmap, highlighted, legen
 from harness.report.frontier import Point, Tradeoff
 from harness.report.measures import groups, speedup, thread_range, thread_scaling, timed
 from harness.report.pivots import pivot, speed_order
+from harness.runs import flags as flag_rules
 from harness.util import units
 
 TIME_AXIS = FuncFormatter(lambda v, _: units.seconds(v))
@@ -123,8 +124,10 @@ def _heatmaps(bench: pd.DataFrame, workload: str, values: pd.Series, machine: st
                      gridspec_kw={"height_ratios": heights})
     for ax, (dtype, threads, rows) in zip(axes[:, 0], panels):
         order = speed_order(rows)
-        laid = pivot(rows, values.loc[rows.index], order, fill=np.nan).astype(float)
-        notes = pivot(rows, rows["status"].where(~rows["ok"], ""), order)
+        # a cell flagged for load is no measurement of the code: drawn apart, as a note
+        marked = flag_rules.flagged(rows) & rows["ok"]
+        laid = pivot(rows, values.loc[rows.index].where(~marked), order, fill=np.nan).astype(float)
+        notes = pivot(rows, rows["status"].where(~rows["ok"], "").where(~marked, "flagged"), order)
         heatmap(ax, laid, notes, norm, cmap, fmt.ratio, colour_of, f"{dtype}, {fmt.threads(threads)}")
         bold_ticks(ax.get_yticklabels(), styles or {})
     return save(fig, path)
