@@ -158,3 +158,21 @@ def test_a_flagged_cell_is_drawn_apart_not_as_a_speedup(tmp_path, caught):
     texts = [t for ax in caught[0].axes for t in ax.texts]
     flagged = [t for t in texts if t.get_text() == "flagged"]
     assert len(flagged) == 1 and flagged[0].get_color() == "grey"
+
+
+def test_no_two_labels_of_any_plot_overlap(tmp_path, caught):
+    """Every plot of a report, read back through the renderer: the tick labels of one axis never
+    overlap each other (a smear of tick labels was the complaint), nor the axes' title."""
+    from harness.report import build
+
+    build([write_run(tmp_path)])
+    assert caught
+    for fig in caught:
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            for ticks in (ax.get_xticklabels(), ax.get_yticklabels()):
+                texts = [t for t in (*ticks, ax.title) if t.get_visible() and t.get_text().strip()]
+                boxes = [t.get_window_extent(renderer) for t in texts]
+                for (a, ta), (b, tb) in itertools.combinations(zip(boxes, texts), 2):
+                    assert not a.overlaps(b), (fig.texts[0].get_text() if fig.texts else "",
+                                               ta.get_text(), tb.get_text())
