@@ -206,3 +206,27 @@ def test_quick_runs_no_conventions_study_and_refuses_full(tmp_path, capsys):
     assert "conventions" in post_verbs(table) and "conventions" not in post_verbs(table, True)
     assert cli.main(["bench", "--quick", "--full", "--dry-run", "--out", str(tmp_path)]) == 2
     assert "--full and --quick" in capsys.readouterr().err
+
+
+def test_apply_roofs_stand_beside_every_form_they_declare():
+    """A pass over q and k reads no layout or position: the roofs take the forms kernels take
+    (the recycled ones, writing q and k into one buffer, only with k as many heads as q), and
+    hand back q's and k's shapes."""
+    from harness.bench.roofs import ROOF_REGISTRY
+    from harness.core.kinds import named
+    from harness.core.kinds.rotary import RotarySpec
+
+    apply = named("rotary").workload("apply")
+    gqa = RotarySpec(16, 8, qk_layout="bshd", kv_heads=2, position_ids="batch")
+    same = RotarySpec(16, 8, qk_layout="bshd", position_ids="batch")
+    for name in ("roof-numpy-scale-apply", "roof-torch-scale-apply", "roof-recycled-scale-apply",
+                 "roof-recycled-torch-scale-apply"):
+        roof = ROOF_REGISTRY.get(name)
+        recycled = "recycled" in name
+        assert (roof.supports(gqa) is None) != recycled
+        spec = same if recycled else gqa
+        q, k, ids = apply.arguments(spec, 3, 4)
+        out = roof.build(spec, q, k, ids)()
+        assert [tuple(o.shape) for o in out] == [q.shape, k.shape]
+        np.testing.assert_array_equal(np.asarray(out[1], dtype=np.float64), 2 * k)
+    assert ROOF_REGISTRY.get("roof-torch-cuda-copy-apply").supports(gqa) is None

@@ -21,6 +21,7 @@ import numpy as np
 
 from harness.core import kinds
 from harness.core.registry import Implementation, Registry
+from harness.core.kinds.rotary.forms import QK_LAYOUTS, ApplyForms
 from harness.core.kinds.table.spec import Spec
 from harness.runs.results import COMPUTE_ROOF
 from harness.util.memory import first_touch
@@ -307,20 +308,27 @@ def _device_copy(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray)
     return lambda: (qt.clone(), kt.clone())
 
 
+#: The apply forms a pass over q and k takes: any layout and position ids (it reads neither),
+#: any k head count when q and k are passed over apart; the recycled passes write both into one
+#: buffer, so there k has q's heads.
+EVERY_FORM = ApplyForms(layouts=QK_LAYOUTS, gqa=True, batch_positions=True)
+SAME_HEADS = ApplyForms(layouts=QK_LAYOUTS, batch_positions=True)
+
+
 def _register_apply_roofs() -> None:
     for name, backend, device, where, supports in (
             ("roof-numpy-scale-apply", "numpy", "cpu", "numpy", NUMPY_DTYPES),
             ("roof-torch-scale-apply", "torch", "cpu", "cpu", TORCH_DTYPES),
             ("roof-torch-cuda-scale-apply", "torch", "cuda", "cuda", TORCH_DTYPES)):
         ROOF_REGISTRY.register(name=name, backend=backend, device=device, workload="apply",
-                               supports=supports)(_scale_pass(where))
+                               supports=supports, forms=EVERY_FORM)(_scale_pass(where))
     ROOF_REGISTRY.register(name="roof-torch-cuda-copy-apply", backend="torch", device="cuda",
-                           workload="apply", supports=TORCH_DTYPES)(_device_copy)
+                           workload="apply", supports=TORCH_DTYPES, forms=EVERY_FORM)(_device_copy)
     for name, backend, threaded, supports in (
             ("roof-recycled-scale-apply", "numpy", False, NUMPY_DTYPES),
             ("roof-recycled-torch-scale-apply", "torch", True, TORCH_DTYPES)):
-        ROOF_REGISTRY.register(name=name, backend=backend, workload="apply",
-                               supports=supports)(_scale_recycled(threaded))
+        ROOF_REGISTRY.register(name=name, backend=backend, workload="apply", supports=supports,
+                               forms=SAME_HEADS)(_scale_recycled(threaded))
 
 
 _register_apply_roofs()
