@@ -93,5 +93,5 @@ def post_verbs(chosen: list[Implementation], quick: bool = False) -> list[str]:
     not under --quick (which implementations agree on which convention does not change the
     answer, and its probes compile every Numba kernel in every variant: a minute or more of
     a three-minute run; `python -m harness conventions` runs it alone)."""
-    tables = any(i.workload == "table" for i in chosen)
+    tables = any(i.workload == "table" for i in chosen)   # the 1-D matrix is the costly part
     return [v for v in post.VERBS if v != "conventions" or (tables and not quick)]

@@ -79,6 +79,7 @@ def cases(verify: Optional[pd.DataFrame], name: str, offsets: bool = False) -> p
     if verify is None:
         return pd.DataFrame()
     f = fields(name)
+    # CONVENTIONS are the 1-D table's
     verify = verify[verify["kind"] == "table"] if "kind" in verify else verify
     if verify.empty or any(f not in verify for f in (*FIELDS, "base", "scale", "d_model")):
         return verify.iloc[0:0]          # no 1-D table was verified in this run
@@ -104,7 +105,7 @@ def within(bench: pd.DataFrame, verify: Optional[pd.DataFrame], name: str) -> pd
     Roofs stay (every ratio needs them). Without verify.csv, the rows timed in `name`:
     nothing is recommended then anyway, but the tables still show the convention's rows.
     """
-    table = bench["kind"] == "table"
+    table = bench["kind"] == "table"      # --convention names the 1-D table's; the others: _family_within
     if verify is None:
         keep = bench["convention"].isin([name, ""]) & table
     else:

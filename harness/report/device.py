@@ -33,6 +33,7 @@ def section(device: Optional[pd.DataFrame], env: Mapping, verify: Optional[pd.Da
     if device is None or device.empty:
         return ""
     timed = device[device["ok"]]
+    # the headline (modes x sizes) is the 1-D table's; every other workload gets its block
     rows = timed[timed["workload"] == "table"]
     others = [workload_blocks(timed[timed["workload"] == w], w, verify)
               for w in sorted(set(timed["workload"]) - {"table"})]

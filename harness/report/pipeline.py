@@ -116,7 +116,7 @@ def _workloads(run: Run) -> list[str]:
 
 def _ratios_for(workload: str, named: dict[str, str]) -> list[str]:
     """Baselines quoted in the accuracy-vs-speed table: the workload's, and seed 000 for tables."""
-    extra = [SEED_000] if workload == "table" and named[workload] != SEED_000 else []
+    extra = [SEED_000] if workload == "table" and named[workload] != SEED_000 else []   # seed 000 is a table
     return [named[workload], *extra]
 
 

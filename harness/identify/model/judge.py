@@ -119,7 +119,7 @@ def _table(entry: Stored, raw: Any, shape: tuple[int, ...], expect: Expected) ->
             identified = f"{found.amplitude.expression} x {identified}"
     except ValueError:
         identified = _zeros(values) or "no table"
-    if expect.kind != "table":
+    if expect.kind != "table":            # check-model's own kinds: a sinusoidal table or learned
         return _learned(entry.name, shape, identified, values, expect)
     spec = dataclasses.replace(expect.spec, dtype=dtype)
     if values.shape != (spec.length, spec.d_model):

@@ -78,10 +78,10 @@ def lost_checks(grid: Sequence[FamilyProbe], impl: Implementation, rows: list,
 
 def run(impls: Sequence[Implementation], timeout_s: float,
         isolation: Optional[isolate.Isolation] = None) -> pd.DataFrame:
-    """Every implementation of a kind other than the 1-D table on its kind's probes: one row
-    per (implementation, probe) with the verdict."""
+    """Every implementation on its kind's probes (the caller leaves out the 1-D table's, which
+    the matrix reads): one row per (implementation, probe) with the verdict."""
     rows = []
-    for name in dict.fromkeys(i.kind for i in impls if i.kind != "table"):
+    for name in dict.fromkeys(i.kind for i in impls):
         mine = [i for i in impls if i.kind == name]
         grid = tuple(probes(kinds.named(name)))
         task = isolate.Task("harness.verbs.conventions.each_kind:impl_checks", (grid, timeout_s))

@@ -117,7 +117,7 @@ def lost_points(starts: Sequence[int], impl: Implementation, rows: list, why: st
 def measure_impls(impls: Sequence[Implementation], starts: Sequence[int], timeout_s: float,
                   isolation: Optional[isolate.Isolation] = None) -> list[Point]:
     """Registered table implementations on the same windows, in each dtype they support."""
-    chosen = [i for i in impls if i.available and i.workload == "table"]
+    chosen = [i for i in impls if i.available and i.workload == KIND]
     task = isolate.Task("harness.verbs.precision.table:impl_points", (tuple(starts), timeout_s))
     by_impl = isolate.run(chosen, task, partial(lost_points, tuple(starts)), isolation)
     return [p for points in by_impl.values() for p in points]
