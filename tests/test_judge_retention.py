@@ -76,6 +76,27 @@ def test_a_lookup_kept_in_a_partial_as_bytes_is_a_lookup():
     assert why is not None
 
 
+ROW_KEEPERS = {
+    "a list of row copies": lambda table: [row.copy() for row in table],
+    "a tuple of row views": lambda table: tuple(table),
+    "a dict of rows": lambda table: {i: row.copy() for i, row in enumerate(table)},
+}
+
+
+@pytest.mark.parametrize("keeper", sorted(ROW_KEEPERS))
+@pytest.mark.parametrize("length", [256, 1024])
+def test_a_lookup_kept_row_by_row_in_a_long_container_is_a_lookup(keeper, length):
+    """Only the first items of a container are visited: the rest count as like them."""
+    def build(spec):
+        rows = ROW_KEEPERS[keeper](correct_table(spec))
+        values = list(rows.values()) if isinstance(rows, dict) else rows
+        return lambda: np.stack(values)
+
+    c = cell(length)
+    retained, why = retention(build, c)
+    assert retained >= c.bytes_out and why is not None, (keeper, retained, why)
+
+
 # -- the growth rule: a longer build tells a lookup from a builder's block of rows ---------
 
 def block_builder(block_rows: int):

@@ -134,36 +134,50 @@ def lookup_reason(impl: Implementation, cell: Cell, retained: int) -> Optional[s
 # -- what a callable keeps alive ------------------------------------------------------
 
 def retained_bytes(fn: Any) -> int:
-    """Bytes of the arrays reachable from `fn`, memory shared between them counted once."""
+    """Bytes of the arrays reachable from `fn`, memory shared between them counted once; a
+    container longer than MAX_ITEMS counts its unvisited items as like its visited ones."""
     spans: list[tuple[int, int]] = []
-    loose = 0
-    for array in reachable_arrays(fn):
-        bounds = _bounds(array)
+    loose = 0.0
+    for array, share in _reachable(fn):
+        bounds = _bounds(array) if share == 1.0 else None
         if bounds is None:
-            loose += _nbytes(array) or 0
+            loose += share * (_nbytes(array) or 0)
         else:
             spans.append(bounds)
-    return loose + _union(spans)
+    return int(loose) + _union(spans)
 
 
 def reachable_arrays(root: Any) -> Iterator[Any]:
     """Arrays (NumPy, torch, TF, CuPy, JAX ... and bytes-like objects) reachable from `root`,
     breadth first within MAX_DEPTH and MAX_OBJECTS; an array is not looked into."""
+    for array, _ in _reachable(root):
+        yield array
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset, deque)
+
+
+def _reachable(root: Any) -> Iterator[tuple[Any, float]]:
+    """(array, how many arrays like it it stands for): one, or, inside containers of which only
+    MAX_ITEMS items were visited, their length over MAX_ITEMS (a table kept as a list of its
+    rows is as big as the table)."""
     seen = {id(root)}
-    queue = deque([(root, 0)])
+    queue = deque([(root, 0, 1.0)])
     visited = 0
     while queue and visited < MAX_OBJECTS:
-        obj, depth = queue.popleft()
+        obj, depth, share = queue.popleft()
         visited += 1
         if _nbytes(obj) is not None:
-            yield obj
+            yield obj, share
             continue
         if depth >= MAX_DEPTH:
             continue
+        if isinstance(obj, _CONTAINERS):
+            share *= max(1.0, len(obj) / MAX_ITEMS)
         for child in _children(obj):
             if id(child) not in seen and (not isinstance(child, _LEAVES) or _user_class(child)):
                 seen.add(id(child))
-                queue.append((child, depth + 1))
+                queue.append((child, depth + 1, share))
 
 
 def _children(obj: Any) -> Iterable[Any]:
