@@ -169,7 +169,7 @@ def triton(session: nox.Session) -> None:
 #: A test here calls the judge in its own process (harness.core.checks.check, not check_callable's
 #: judge process), so mutmut sees which functions each test runs.
 _JUDGED = ("tests/test_judge_boundary.py", "tests/test_judge_nonfinite.py",
-           "tests/test_judge_parts.py")
+           "tests/test_judge_parts.py", "tests/test_judge_verdicts.py")
 JUDGE: dict[str, tuple[str, ...]] = {
     "harness/core/checks.py": (*_JUDGED, "tests/test_grid_checks.py", "tests/test_kinds.py"),
     "harness/core/observe.py": _JUDGED,
@@ -192,6 +192,9 @@ JUDGE: dict[str, tuple[str, ...]] = {
 }
 #: Tests of the selection too slow to run against every mutant (covered by faster ones).
 MUTANTS_DESELECT = (
+    "tests/test_bench_validity.py::test_a_module_built_on_the_meta_device_keeps_no_bytes",
+    "tests/test_judge_boundary.py::test_check_callable_draws_the_same_line_in_its_judge_process",
+    "tests/test_rotary_reference.py::test_an_honest_float32_implementation_passes_every_case",
     "tests/test_bench_validity.py::test_recycled_and_angle_addition_builders_are_not_lookups",
     "tests/test_bench_validity.py::test_a_sweep_records_invalid_cells_and_says_so",
 )

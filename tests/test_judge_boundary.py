@@ -10,10 +10,12 @@ rounding to the output dtype (half precision included).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from ml_dtypes import finfo
 
-from harness import check_callable
+from harness import TimestepSpec, check_callable
 from tests.judged import DTYPES, SPECS, callable_returning, judge_here, plant
 
 PASSES, FAILS = 0.9, 1.1
@@ -56,3 +58,26 @@ def test_check_callable_draws_the_same_line_in_its_judge_process(workload, facto
     assert (public.status, public.err_ratio, public.worst_pos, public.worst_col) == \
         (here.status, here.err_ratio, here.worst_pos, here.worst_col)
     assert public.status == ("pass" if factor < 1 else "fail")
+
+
+@pytest.mark.parametrize("workload", ["table", "timestep"])
+def test_verify_csv_row_records_the_verdict_and_its_evidence(workload):
+    """What verify.csv keeps of a check: identity, the spec's fields (a long timestep vector
+    summarised in one cell), the measures at the worst element, the verdict."""
+    result, where = judged(workload, "float32", FAILS)
+    row = result.row()
+    assert (row["impl"], row["backend"], row["device"], row["kind"], row["workload"]) == \
+        (result.impl, "python", "cpu", "table" if workload == "table" else "timestep", workload)
+    assert (row["status"], row["worst_pos"], row["worst_col"]) == ("fail", *where.index[-2:])
+    assert (row["err_ratio"], row["tol"], row["max_abs_err"], row["ulps"], row["reason"]) == \
+        (result.err_ratio, result.tol, result.max_abs_err, result.ulps, result.reason)
+    assert row["seconds"] == result.seconds and row["dtype"] == "float32"
+    for field, value in result.spec.as_dict().items():
+        if isinstance(value, (list, tuple)) and len(value) > 8:
+            assert row[field] == f"{len(value)} values, {min(value):g} .. {max(value):g}"
+        else:
+            assert row[field] == value, field
+    if workload == "timestep":     # eight values fit in a cell, nine are summarised
+        for count, cell in ((8, list(range(8))), (9, "9 values, 0 .. 8")):
+            spec = TimestepSpec(tuple(float(t) for t in range(count)), 18)
+            assert dataclasses.replace(result, spec=spec).row()["timesteps"] == cell

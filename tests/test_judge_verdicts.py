@@ -1,0 +1,187 @@
+"""Every way a check ends, and why (issue 26): skips, errors at each call, the poison sequence, and
+an observation that is malformed or cut short (what an isolated child may send).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from harness import Spec
+from harness.core import checks
+from harness.core.observe import Observation, Returned, snapshot
+from harness.core.registry import Implementation
+from harness.util.recycle import RecycledBuffers
+from tests.adversaries import table as correct_table
+
+SPEC = Spec(40, 8)
+
+
+def impl_of(build, supports=lambda spec: None, name: str = "x") -> Implementation:
+    return Implementation(name=name, backend="numpy", device="cpu", build=build,
+                          supports_fn=supports, workload="table")
+
+
+def judged(build, supports=lambda spec: None) -> checks.Check:
+    return checks.check(impl_of(build, supports), SPEC, timeout_s=30.0)
+
+
+def raising_on(call_number: int):
+    """A builder whose `call_number`-th call raises (0: the build itself)."""
+    def build(spec):
+        if call_number == 0:
+            raise RuntimeError("cannot build")
+        calls = []
+
+        def call():
+            calls.append(1)
+            if len(calls) == call_number:
+                raise RuntimeError(f"call {call_number} broke")
+            return correct_table(spec)
+        return call
+    return build
+
+
+@pytest.mark.parametrize("call_number, prefix", [
+    (0, "RuntimeError: cannot build"),
+    (1, "RuntimeError: call 1 broke"),
+    (2, "second call: RuntimeError: call 2 broke"),
+    (3, "third call: RuntimeError: call 3 broke"),
+])
+def test_a_build_or_call_that_raises_is_an_error_naming_the_call(call_number, prefix):
+    result = judged(raising_on(call_number))
+    assert (result.status, result.reason) == ("error", prefix)
+    # a comparison made before the error is kept as evidence
+    assert np.isfinite(result.max_abs_err) == (call_number >= 2)
+
+
+def test_unsupported_and_unavailable_are_skips_with_the_reason():
+    result = judged(lambda spec: (lambda: correct_table(spec)), supports=lambda spec: "no concat")
+    assert (result.status, result.reason) == ("skip", "no concat")
+    assert np.isnan(result.max_abs_err) and result.worst_pos == -1
+
+
+def test_supports_that_raises_is_an_error():
+    def supports(spec):
+        raise KeyError("layout")
+    result = judged(lambda spec: (lambda: correct_table(spec)), supports=supports)
+    assert result.status == "error" and result.reason.startswith("supports: KeyError")
+
+
+def test_a_call_that_hangs_is_a_timeout_error():
+    def build(spec):
+        def call():
+            time.sleep(5)
+        return call
+    result = checks.check(impl_of(build), SPEC, timeout_s=0.2)
+    assert result.status == "error" and result.reason.startswith("timeout"), result.reason
+
+
+def test_a_builder_passes_with_its_measures_and_the_time_it_took():
+    result = judged(lambda spec: (lambda: correct_table(spec)))
+    assert (result.status, result.reason) == ("pass", "")
+    assert 0 <= result.err_ratio <= 1 and result.tol > 0 and result.seconds > 0
+    assert (result.impl, result.backend, result.device, result.workload) == \
+        ("x", "numpy", "cpu", "table")
+
+
+def test_reused_memory_left_unwritten_fails_on_the_third_call():
+    def build(spec):
+        buffers = RecycledBuffers((spec.length, spec.d_model), spec.dtype)
+        calls = []
+
+        def call():
+            calls.append(1)
+            out = buffers.take()
+            if len(calls) <= 2:
+                out[...] = correct_table(spec)
+            return out
+        return call
+    result = judged(build)
+    assert result.status == "fail"
+    assert result.reason.startswith("after letting two poisoned results go: ")
+    assert result.reason.endswith("(reused memory without writing it)")
+
+
+def test_an_unpoisonable_fresh_result_passes_and_a_returned_one_fails():
+    def fresh(spec):
+        def call():
+            out = correct_table(spec)
+            out.flags.writeable = False
+            return out
+        return call
+    assert judged(fresh).status == "pass"
+
+    def kept(spec):
+        out = correct_table(spec)
+        out.flags.writeable = False
+        return lambda: out
+    result = judged(kept)
+    assert (result.status, result.reason) == \
+        ("fail", "returned the same buffer twice: a cached result, not a builder")
+
+
+def test_a_second_result_that_is_wrong_fails_as_the_second_call():
+    """Not poisonable (so no NaN hint), fresh, but wrong the second time."""
+    def build(spec):
+        calls = []
+
+        def call():
+            calls.append(1)
+            out = correct_table(spec) + (0.5 if len(calls) == 2 else 0.0)
+            out.flags.writeable = False
+            return out
+        return call
+    result = judged(build)
+    assert result.status == "fail" and result.reason.startswith("second call: error ")
+    assert "cached result" not in result.reason
+
+
+# -- what an isolated child may send: the judge trusts nothing it did not check ----------
+
+def want():
+    return checks.expect("table", SPEC, ())
+
+
+def good() -> Returned:
+    return snapshot(correct_table(SPEC))
+
+
+@pytest.mark.parametrize("seen, status, reason", [
+    ("not an observation", "error", "its process sent a str, not an observation"),
+    (Observation(), "error", "returned no result"),
+    (Observation(results=(good(),)), "error", "the second call returned no result"),
+    (Observation(results=(good(), good()), poisoned=(True, True)), "error",
+     "the third call returned no result"),
+    (Observation(results=(good(), good()), poisoned=(True,)), "pass", ""),
+    (Observation(results=(good(), good()), poisoned=(False, False), same_buffer=True), "fail",
+     "returned the same buffer twice: a cached result, not a builder"),
+    (Observation(error="boom", failed_call=1), "error", "boom"),
+    (Observation(error="boom", failed_call=2, results=(good(),), poisoned=(True,)), "error",
+     "second call: boom"),
+    (Observation(error="boom", failed_call=3, results=(good(), good()), poisoned=(True, True)),
+     "error", "third call: boom"),
+    (Observation(skip="not here"), "skip", "not here"),
+])
+def test_the_judge_reads_an_observation_strictly(seen, status, reason):
+    result = checks.judge(impl_of(None), SPEC, seen, want)
+    assert (result.status, result.reason) == (status, reason)
+
+
+def test_the_judge_computes_the_truth_only_when_there_is_a_result():
+    def never():
+        raise AssertionError("no result: nothing to compare")
+    for seen in (Observation(skip="no"), Observation(error="boom", failed_call=0), Observation()):
+        checks.judge(impl_of(None), SPEC, seen, never)
+
+
+def test_seconds_come_from_the_observation_and_only_as_a_number():
+    seen = Observation(results=(good(), good()), poisoned=(False, False), seconds=1.5)
+    assert checks.judge(impl_of(None), SPEC, seen, want).seconds == 1.5
+
+    class Odd:
+        seconds = "a while"
+        skip = "x"
+    assert checks.judge(impl_of(None), SPEC, Odd(), want).seconds == 0.0   # not an Observation
