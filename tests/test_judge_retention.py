@@ -151,3 +151,122 @@ def test_a_builder_that_keeps_less_than_its_table_is_not_built_again():
         return lambda: np.concatenate([half, correct_table(spec)[spec.length // 2:]])
 
     assert retention(build, cell(512)) [1] is None and built == [512]
+
+
+# -- what counts as an array: the type's declarations, never a guess ---------------------
+
+class Shaped:
+    """An array-like whose type declares a shape and a dtype (a TF or JAX tensor's), no nbytes."""
+
+    shape = (100, 10)
+    dtype = property(lambda self: self.kept_dtype)
+
+    def __init__(self, dtype) -> None:
+        self.kept_dtype = dtype
+
+
+class WithNbytes:
+    shape = (3,)
+    nbytes = 4096
+    dtype = np.dtype("float32")
+
+
+class Meta(WithNbytes):
+    """A torch meta tensor: a shape, a size, and no memory."""
+
+    is_meta = True
+
+
+class NoDtype:
+    shape = (100, 10)
+
+
+class Undeclared:
+    """Attributes set on the instance only (a mock answers anything): not an array."""
+
+    def __init__(self) -> None:
+        self.shape, self.dtype, self.nbytes = (100, 10), np.dtype("float64"), 8000
+
+
+class BadShape:
+    shape = property(lambda self: 1 / 0)
+    dtype = np.dtype("float32")
+
+
+@pytest.mark.parametrize("obj, nbytes", [
+    (Shaped(np.dtype("float64")), 8000),                         # itemsize
+    (Shaped(type("TFDType", (), {"size": 2})()), 2000),         # tf.DType.size
+    (Shaped(type("Odd", (), {"itemsize": "4"})()), 0),          # not a size: not counted
+    (WithNbytes(), 4096),
+    (Meta(), 0),
+    (NoDtype(), 0),
+    (BadShape(), 0),
+])
+def test_array_likes_are_measured_by_what_their_type_declares(obj, nbytes):
+    assert validity.retained_bytes(lambda: obj) == nbytes
+
+
+def test_an_instance_that_only_claims_to_be_an_array_is_looked_into_not_counted():
+    obj = Undeclared()
+    obj.table = np.zeros(50)
+    assert validity.retained_bytes(lambda: obj) == obj.table.nbytes
+
+
+class Slotted:
+    __slots__ = ("table", "__dict__")
+
+    def __init__(self, table) -> None:
+        self.table = table
+
+
+class OneSlot:
+    __slots__ = "table"
+
+    def __init__(self, table) -> None:
+        self.table = table
+
+
+@pytest.mark.parametrize("holder", [Slotted, OneSlot])
+def test_arrays_kept_in_slots_are_counted(holder):
+    kept = holder(np.zeros(1000))
+    assert validity.retained_bytes(lambda: kept) == 8000
+    assert list(validity.reachable_arrays(lambda: kept)) == [kept.table]
+
+
+# -- bench's own checks of a tuple result --------------------------------------------------
+
+def rotary_cell(length: int = 32) -> Cell:
+    return Cell("x", "numpy", "cpu", "cache", "neox", length, 16, "float32", 1, kind="rotary")
+
+
+def cos_sin(c: Cell):
+    spec = c.spec()
+    angles = np.arange(spec.length)[:, None] * spec.inv_freq()[np.arange(16) % 8][None, :]
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+def test_bench_takes_a_tuple_result_part_by_part():
+    c = rotary_cell()
+    cos, sin = cos_sin(c)
+    assert validity.output_problem((cos, sin), c) is None
+    assert "expected a tuple (cos, sin)" in validity.output_problem(np.stack([cos, sin]), c)
+    assert validity.stale_problem((cos, sin), cos_sin(c), True, c) is None
+    sin[3, 4] = np.nan
+    assert validity.output_problem((cos, sin), c) == \
+        "first call: sin: 1 NaN/Inf values (first at position 3, column 4)"
+
+
+def test_bench_names_a_stale_result_by_what_was_tried():
+    c = rotary_cell()
+    cos, sin = cos_sin(c)
+    assert validity.stale_problem((cos, sin), (cos, sin.copy()), False, c) == \
+        "returned the same buffer twice: a cached result, not a builder"
+    poisoned = (np.full_like(cos, np.nan), sin)
+    assert validity.stale_problem((cos, sin), poisoned, True, c).startswith(
+        "after poisoning the first result: cos: ")
+    assert validity.stale_problem((cos, sin), poisoned, True, c).endswith(
+        "(a cached result, not a builder)")
+    assert validity.stale_problem((cos.copy(),), poisoned, False, c).startswith(
+        "second call: cos: ")
+    assert validity.stale_problem((cos.copy(),), (cos_sin(c)[0],), True, c) == \
+        "second call: returned 1 items, expected a tuple (cos, sin)"

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import types
 from collections import deque
 from dataclasses import replace
@@ -193,8 +192,9 @@ def _children(obj: Any) -> Iterable[Any]:
             return _first(obj.values())
         if isinstance(obj, (list, tuple, set, frozenset, deque)):
             return _first(obj)
-        if isinstance(obj, type):   # a class: only the arrays it keeps (a class-level cache)
-            return [v for v in _first(vars(obj).values()) if _nbytes(v) is not None]
+        if isinstance(obj, type):   # a class: only the arrays it keeps (a class-level cache),
+            return [v for v in _first(vars(obj).values())   # not its names and docstring
+                    if _nbytes(v) is not None and not isinstance(v, (str, int))]
         refs = []
         attrs = getattr(obj, "__dict__", None)
         if isinstance(attrs, dict):
@@ -255,9 +255,9 @@ def _nbytes(obj: Any) -> Optional[int]:
     bytes decoded as latin-1, or read as one big integer); None for anything else. Attributes
     are read only where the type declares them."""
     if isinstance(obj, str):
-        return sys.getsizeof(obj) - _EMPTY_STR
-    if isinstance(obj, int) and not isinstance(obj, bool):
-        return (obj.bit_length() + 7) // 8
+        return len(obj)
+    if isinstance(obj, int) and not isinstance(obj, bool):    # a word's worth is a number
+        return (obj.bit_length() + 7) // 8 if obj.bit_length() > 64 else 0
     if isinstance(obj, _LEAVES):
         return None
     if hasattr(type(obj), "shape"):
@@ -268,8 +268,6 @@ def _nbytes(obj: Any) -> Optional[int]:
     except Exception:   # exports no buffer
         return None
 
-
-_EMPTY_STR = sys.getsizeof("")
 
 
 def _array_nbytes(obj: Any) -> Optional[int]:
