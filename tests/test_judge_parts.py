@@ -112,3 +112,5 @@ def test_same_buffer_sees_every_part_of_either_result():
     assert checks.same_buffer((a,), (c, a))                 # an extra part is not dropped
     assert checks.same_buffer((c, a), (a,))
     assert not checks.same_buffer((a, b), (c, np.zeros(4)))
+    assert checks.same_buffer(a, (c, a)) and checks.same_buffer((c, a), a)   # a tuple and not
+    assert not checks.same_buffer(a, (c, b)) and not checks.same_buffer((c, b), a)

@@ -17,6 +17,7 @@ import pytest
 
 import harness
 from harness import GridSpec, RotarySpec, Spec, TimestepSpec
+from harness.core import kinds
 
 EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
 DTYPES = tuple(EPS)
@@ -124,3 +125,58 @@ def test_the_timestep_tolerance_is_the_contract(dtype, fields):
     want[:, :half] = bound
     want[:, half:2 * half] = bound
     assert_same(harness.tolerance(spec), want)
+
+
+# -- workloads with inputs: what the inputs add to the truth and to the bound -------------
+
+def workload_truth(spec, workload: str, batch: int = 2, heads: int = 3):
+    work = kinds.of(spec).workload(workload)
+    args = work.arguments(spec, batch, heads)
+    return args, work.expected(spec, args, harness.reference(spec), harness.tolerance(spec))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward_is_x_plus_the_table_allowed_the_table_and_one_rounding(dtype):
+    spec = Spec(30, 10, dtype=dtype)
+    (x,), (expected, allowed) = workload_truth(spec, "forward")
+    want = x.astype(np.float64) + harness.reference(spec)[None]
+    assert_same(expected, want)
+    assert_same(allowed, harness.tolerance(spec)[None] + EPS[dtype] * (1.0 + np.abs(want)))
+
+
+def rotated(spec: RotarySpec, x: np.ndarray, cos: np.ndarray, sin: np.ndarray):
+    """x `[..., seq, head_dim]` rotated (rotate_half, or pairwise for interleaved) by rows of
+    cos and sin `[seq, rot]`; with absolute values, the bound's two weights instead."""
+    rot = spec.rotary_dim or spec.head_dim
+    j = np.arange(rot)
+    if spec.layout == "half":
+        partner, sign = (j + rot // 2) % rot, np.where(j < rot // 2, -1.0, 1.0)
+    else:
+        partner, sign = j ^ 1, np.where(j % 2 == 0, -1.0, 1.0)
+    own, other = x[..., :rot], x[..., partner]
+    return own * cos, sign * other * sin
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fields", [
+    dict(length=12, head_dim=8),
+    dict(length=10, head_dim=12, rotary_dim=8, layout="interleaved", offset=3),
+])
+def test_apply_is_the_rotation_allowed_the_cache_error_and_three_roundings(dtype, fields):
+    spec = RotarySpec(dtype=dtype, **fields)
+    rot = spec.rotary_dim or spec.head_dim
+    (q, k, positions), (expected, allowed) = workload_truth(spec, "apply")
+    cos, sin = (part[positions - spec.offset] for part in harness.reference(spec))
+    tol_cos, tol_sin = (part[positions - spec.offset] for part in harness.tolerance(spec))
+    want, bound = [], []
+    for x in (q.astype(np.float64), k.astype(np.float64)):
+        a, b = rotated(spec, x, cos, sin)
+        out, limit = x.copy(), EPS[dtype] * np.abs(x)       # past rot: passed through
+        out[..., :rot] = a + b
+        wa, wb = rotated(spec, np.abs(x), tol_cos, tol_sin)
+        ra, rb = rotated(spec, np.abs(x), np.abs(cos), np.abs(sin))
+        limit[..., :rot] = wa + np.abs(wb) + 2.0 * EPS[dtype] * (ra + np.abs(rb))
+        want.append(out)
+        bound.append(np.maximum(limit, np.finfo(np.float64).tiny))
+    assert_same(expected, np.stack(want))
+    assert_same(allowed, np.stack(bound))

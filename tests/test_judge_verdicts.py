@@ -11,7 +11,7 @@ import pytest
 
 from harness import Spec
 from harness.core import checks
-from harness.core.observe import Observation, Returned, snapshot
+from harness.core.observe import Observation, Returned, observe_all, snapshot
 from harness.core.registry import Implementation
 from harness.util.recycle import RecycledBuffers
 from tests.adversaries import table as correct_table
@@ -185,3 +185,62 @@ def test_seconds_come_from_the_observation_and_only_as_a_number():
         seconds = "a while"
         skip = "x"
     assert checks.judge(impl_of(None), SPEC, Odd(), want).seconds == 0.0   # not an Observation
+
+
+# -- verify's isolated task: after one hang, the rest are not run --------------------------
+
+def test_after_a_call_hangs_the_remaining_cases_are_not_run():
+    specs = [Spec(8, 4), Spec(9, 4), Spec(10, 4)]
+    calls = []
+
+    def build(spec):
+        def call():
+            calls.append(spec.length)
+            if spec.length == 9:
+                time.sleep(5)
+            return correct_table(spec)
+        return call
+
+    seen = list(observe_all(impl_of(build), [(s, ()) for s in specs], timeout_s=0.3))
+    ahead, first, hung, rest = seen
+    assert ahead.ahead == (None, None, None)
+    assert first.results and not first.error
+    assert hung.error.startswith("timeout") and hung.failed_call == 1
+    assert (rest.error, rest.failed_call, rest.results) == \
+        ("not run: an earlier case timed out", 0, ())
+    assert 10 not in calls
+
+
+def test_after_supports_hangs_no_case_is_run():
+    def supports(spec):
+        if spec.length == 8:
+            time.sleep(5)
+    built = []
+    seen = list(observe_all(impl_of(lambda spec: built.append(spec) or (lambda: None), supports),
+                            [(Spec(8, 4), ()), (Spec(9, 4), ())], timeout_s=0.3))
+    ahead, *cases = seen
+    assert ahead.ahead[0].error.startswith("supports: timeout")
+    assert ahead.ahead[1] == Observation(error="not run: an earlier case timed out", failed_call=0)
+    assert cases == list(ahead.ahead) and built == []
+
+
+def test_an_error_that_is_not_a_hang_does_not_stop_the_rest():
+    def build(spec):
+        if spec.length == 8:
+            raise ValueError("no")
+        return lambda: correct_table(spec)
+    _, broken, fine = observe_all(impl_of(build), [(Spec(8, 4), ()), (Spec(9, 4), ())], 5.0)
+    assert broken.error == "ValueError: no" and len(fine.results) == 3
+
+
+def test_a_supports_that_hung_on_a_later_case_stops_every_call():
+    """Its hung question may have left it stuck: nothing of it is called after that."""
+    def supports(spec):
+        if spec.length == 8:
+            time.sleep(5)
+    built = []
+    _, first, second = observe_all(impl_of(lambda spec: built.append(spec) or (lambda: None),
+                                           supports),
+                                   [(Spec(9, 4), ()), (Spec(8, 4), ())], timeout_s=0.3)
+    assert (first.error, first.failed_call) == ("not run: an earlier case timed out", 0)
+    assert second.error.startswith("supports: timeout") and built == []
