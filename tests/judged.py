@@ -43,10 +43,13 @@ def rounded(values: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).astype(numpy_dtype(dtype)).astype(np.float64)
 
 
-def truth(spec: Any, workload: str, inputs: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """(expected, allowed) of `workload` on `spec` for the inputs its callable was given."""
-    work = kinds.of(spec).workload(workload)
-    return work.expected(spec, inputs, harness.reference(spec), harness.tolerance(spec))
+def truth(spec: Any, workload: str, inputs: tuple,
+          grade: str = "float32") -> tuple[np.ndarray, np.ndarray]:
+    """(expected, allowed) of `workload` on `spec` for the inputs its callable was given, by the
+    `grade` contract (`harness.tolerance` is the float32 one)."""
+    kind = kinds.of(spec)
+    bound = harness.tolerance(spec) if grade == "float32" else kind.exact(spec)
+    return kind.workload(workload).expected(spec, inputs, harness.reference(spec), bound)
 
 
 @dataclass(frozen=True)
@@ -57,15 +60,18 @@ class Planted:
     ratio: float
 
 
-def plant(expected: np.ndarray, allowed: np.ndarray, dtype: str,
-          factor: float) -> tuple[np.ndarray, Planted]:
-    """The truth rounded to `dtype`, with the one element whose error, after rounding to `dtype`,
-    lands closest to `factor` x its tolerance moved there (float64 values, all representable)."""
+def plant(expected: np.ndarray, allowed: np.ndarray, dtype: str, factor: float,
+          among: Optional[np.ndarray] = None) -> tuple[np.ndarray, Planted]:
+    """The truth rounded to `dtype`, with the one element (`among` those where a mask holds)
+    whose error, after rounding to `dtype`, lands closest to `factor` x its tolerance moved
+    there (float64 values, all representable)."""
     base = rounded(expected, dtype)
     best = None
     for sign in (1.0, -1.0):
         moved = rounded(expected + sign * factor * allowed, dtype)
         ratio = np.abs(moved - expected) / allowed
+        if among is not None:
+            ratio = np.where(among, ratio, np.inf)
         flat = int(np.argmin(np.abs(ratio - factor)))
         if best is None or abs(ratio.flat[flat] - factor) < abs(best[1] - factor):
             best = (flat, float(ratio.flat[flat]), float(moved.flat[flat]))

@@ -16,7 +16,8 @@ import pytest
 from ml_dtypes import finfo
 
 from harness import TimestepSpec, check_callable
-from tests.judged import DTYPES, SPECS, callable_returning, judge_here, plant
+from harness.core import kinds
+from tests.judged import DTYPES, SPECS, as_result, callable_returning, judge_here, plant, truth
 
 PASSES, FAILS = 0.9, 1.1
 #: How far the planted error may land from 0.9x / 1.1x after rounding to the output dtype.
@@ -43,11 +44,36 @@ def test_an_error_just_inside_the_tolerance_passes_and_just_outside_fails(worklo
     result, where = judged(workload, dtype, factor)
     assert abs(where.ratio - factor) < SLACK, f"could not plant {factor}x in {dtype}: {where}"
     assert result.status == ("pass" if factor < 1 else "fail"), result.reason
+    assert result.grade != "fail" if factor < 1 else result.grade == "fail"
     # the judge measured the planted element, at its own tolerance, where it was planted
     assert result.err_ratio == pytest.approx(where.ratio, rel=1e-9)
     assert (result.worst_pos, result.worst_col) == where.index[-2:]
     assert result.max_abs_err == pytest.approx(where.ratio * result.tol, rel=1e-9)
     assert result.ulps == pytest.approx(result.max_abs_err / float(finfo(dtype).eps), rel=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("workload", sorted(SPECS))
+@pytest.mark.parametrize("factor, grade", [(PASSES, "exact"), (FAILS, "float32")])
+def test_a_pass_is_graded_exact_only_within_the_exact_contract(workload, dtype, factor, grade):
+    """An error of 0.9x the exact bound grades `exact`, 1.1x (still well within the float32
+    bound) grades `float32`."""
+    spec = SPECS[workload](dtype)
+    planted = []
+
+    parts = kinds.of(spec).workload(workload).parts
+
+    def fn(*inputs):
+        expected, allowed = truth(spec, workload, inputs)
+        _, exact = truth(spec, workload, inputs, "exact")
+        values, where = plant(expected, exact, dtype, factor, among=allowed > 1.5 * exact)
+        planted.append(where)
+        return as_result(values, dtype, parts)
+
+    result = judge_here(fn, spec, workload)
+    where = planted[0]
+    assert abs(where.ratio - factor) < SLACK, f"could not plant {factor}x: {where}"
+    assert (result.status, result.grade) == ("pass", grade), result.reason
 
 
 @pytest.mark.parametrize("workload", sorted(SPECS))

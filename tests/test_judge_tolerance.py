@@ -21,19 +21,35 @@ from harness.core import kinds
 
 EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
 DTYPES = tuple(EPS)
-#: The documented contract: `eps * (VALUE_ULPS + |theta| * (ANGLE_ULPS + FREQ_ULPS |ln f|))`.
-VALUE_ULPS, ANGLE_ULPS, FREQ_ULPS = 4.0, 4.0, 2.0
+#: The documented contract (harness/core/contract.py's docstring): for a value of angle theta
+#: at frequency f, `VALUE_ULPS * max(eps(dtype), eps(angle)) + min(eps(angle) |theta| (ANGLE_ULPS
+#: + FREQ_ULPS |ln f|), MAX_ANGLE_ERROR)`, the angle formed in float32 (grade `float32`) or
+#: float64 (grade `exact`).
+VALUE_ULPS, ANGLE_ULPS, FREQ_ULPS, MAX_ANGLE_ERROR = 4.0, 4.0, 2.0, 0.125
+ANGLE_DTYPE = {"float32": "float32", "exact": "float64"}
+GRADES = tuple(ANGLE_DTYPE)
 #: A grid's positions round a few more times (index, division, 2 pi); a scaled rope_type's blend
 #: a few more.
 GRID_POSITION_ULPS, ROPE_SCALED_ULPS = 4.0, 4.0
 
 
-def contract(dtype: str, theta: np.ndarray, freq: np.ndarray, extra_ulps: float = 0.0,
-             angle_dtype: str | None = None) -> np.ndarray:
-    """The allowed error of values of angle `theta` at frequency `freq` in `dtype` (angles in
-    `angle_dtype`, the output dtype unless given)."""
+def value_bound(dtype: str, grade: str) -> float:
+    return VALUE_ULPS * max(EPS[dtype], EPS[ANGLE_DTYPE[grade]])
+
+
+def contract(dtype: str, grade: str, theta: np.ndarray, freq: np.ndarray,
+             extra_ulps: float = 0.0) -> np.ndarray:
+    """The allowed error of values of angle `theta` at frequency `freq` in `dtype`."""
     gain = ANGLE_ULPS + extra_ulps + FREQ_ULPS * np.abs(np.log(freq))
-    return EPS[dtype] * VALUE_ULPS + EPS[angle_dtype or dtype] * np.abs(theta) * gain
+    angle = np.minimum(EPS[ANGLE_DTYPE[grade]] * np.abs(theta) * gain, MAX_ANGLE_ERROR)
+    return value_bound(dtype, grade) + angle
+
+
+def tolerance(spec, grade: str) -> np.ndarray:
+    """The kind's tolerance of a grade: `harness.tolerance` is the float32 one."""
+    if grade == "float32":
+        return harness.tolerance(spec)
+    return kinds.of(spec).exact(spec)
 
 
 def assert_same(got: np.ndarray, want: np.ndarray) -> None:
@@ -43,88 +59,90 @@ def assert_same(got: np.ndarray, want: np.ndarray) -> None:
 
 # -- the 1-D table ------------------------------------------------------------------------
 
+@pytest.mark.parametrize("grade", GRADES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("fields", [
     dict(length=300, d_model=12),
+    dict(length=4, d_model=6, offset=2_000_000),       # float32 angles off by more than 1/8
     dict(length=50, d_model=10, layout="concat", freq_shift=1, offset=7, scale=0.5),
     dict(length=20, d_model=9, odd="pad", base=500.0, cos_first=True),
 ])
-def test_the_table_tolerance_is_the_contract(dtype, fields):
+def test_the_table_tolerance_is_the_contract(dtype, grade, fields):
     spec = Spec(dtype=dtype, **fields)
     d, half = spec.d_model, spec.d_model // 2
     freq = spec.base ** (-np.arange(half) / (half - spec.freq_shift))
     position = (np.arange(spec.length) + spec.offset) * spec.scale
-    want = np.full((spec.length, d), EPS[dtype] * VALUE_ULPS)      # a pad column: the value only
+    want = np.full((spec.length, d), value_bound(dtype, grade))    # a pad column: the value only
     for k in range(half):
         columns = (2 * k, 2 * k + 1) if spec.layout == "interleaved" else (k, half + k)
         for column in columns:
-            want[:, column] = contract(dtype, position * freq[k], freq[k])
-    assert_same(harness.tolerance(spec), want)
+            want[:, column] = contract(dtype, grade, position * freq[k], freq[k])
+    assert_same(tolerance(spec, grade), want)
 
 
 # -- rotary cos/sin cache -----------------------------------------------------------------
 
+@pytest.mark.parametrize("grade", GRADES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("fields, extra", [
     (dict(length=200, head_dim=16), 0.0),
     (dict(length=64, head_dim=12, rotary_dim=8, layout="interleaved", offset=5, base=500.0), 0.0),
     (dict(length=64, head_dim=8, rope_type="linear", factor=4.0), ROPE_SCALED_ULPS),
 ])
-def test_the_rotary_cache_tolerance_is_the_contract(dtype, fields, extra):
+def test_the_rotary_cache_tolerance_is_the_contract(dtype, grade, fields, extra):
     spec = RotarySpec(dtype=dtype, **fields)
     rot = spec.rotary_dim or spec.head_dim
     freq = spec.base ** (-2.0 * np.arange(rot // 2) / rot) / spec.factor
     column_freq = freq[np.arange(rot) % (rot // 2) if spec.layout == "half" else np.arange(rot) // 2]
     theta = (np.arange(spec.length) + spec.offset)[:, None] * column_freq[None, :]
-    bound = contract(dtype, theta, column_freq[None, :], extra)
-    assert_same(harness.tolerance(spec), np.stack([bound, bound]))
+    bound = contract(dtype, grade, theta, column_freq[None, :], extra)
+    assert_same(tolerance(spec, grade), np.stack([bound, bound]))
 
 
 # -- 2-D/3-D grids ------------------------------------------------------------------------
 
+@pytest.mark.parametrize("grade", GRADES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("fields", [
     dict(grid=(4, 6), d_model=16),
     dict(grid=(3, 5), d_model=24, extra=2, base=100.0),
 ])
-def test_the_grid_tolerance_is_the_contract(dtype, fields):
+def test_the_grid_tolerance_is_the_contract(dtype, grade, fields):
     spec = GridSpec(dtype=dtype, **fields)
     axes = len(spec.grid)
     width = spec.d_model // axes
     half = width // 2
     freq = spec.base ** (-np.arange(half) / half)
-    want = np.full((spec.extra + math.prod(spec.grid), spec.d_model), EPS[dtype] * VALUE_ULPS)
+    want = np.full((spec.extra + math.prod(spec.grid), spec.d_model), value_bound(dtype, grade))
     cells = want[spec.extra:].reshape(*spec.grid, spec.d_model)
     for axis in range(axes):      # grid order, each axis a concat block: sin_k .. then cos_k ..
         theta = np.arange(spec.grid[axis])[:, None] * freq[None, :]
-        bound = contract(dtype, theta, freq[None, :], GRID_POSITION_ULPS)
+        bound = contract(dtype, grade, theta, freq[None, :], GRID_POSITION_ULPS)
         shape = [1] * axes + [half]
         shape[axis] = spec.grid[axis]
         for start in (axis * width, axis * width + half):
             cells[..., start:start + half] = bound.reshape(shape)
-    assert_same(harness.tolerance(spec), want)
+    assert_same(tolerance(spec, grade), want)
 
 
 # -- timestep embeddings ------------------------------------------------------------------
 
+@pytest.mark.parametrize("grade", GRADES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("fields", [
     dict(timesteps=(0.0, 1.0, 250.5, 999.0), dim=16),
     dict(timesteps=(3.0, 47.0, 980.0), dim=11, freq_shift=0.0, scale=2.0, max_period=500.0),
 ])
-def test_the_timestep_tolerance_is_the_contract(dtype, fields):
-    """The angle term in float32 for half-precision output: every library computes the
-    embedding in float32 and rounds it once."""
+def test_the_timestep_tolerance_is_the_contract(dtype, grade, fields):
     spec = TimestepSpec(dtype=dtype, **fields)
     half = spec.dim // 2
     freq = np.exp(-math.log(spec.max_period) * np.arange(half) / (half - spec.freq_shift))
     theta = spec.scale * np.asarray(spec.timesteps)[:, None] * freq[None, :]
-    angle_dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
-    bound = contract(dtype, theta, freq[None, :], angle_dtype=angle_dtype)
-    want = np.full((len(spec.timesteps), spec.dim), EPS[dtype] * VALUE_ULPS)
+    bound = contract(dtype, grade, theta, freq[None, :])
+    want = np.full((len(spec.timesteps), spec.dim), value_bound(dtype, grade))
     want[:, :half] = bound
     want[:, half:2 * half] = bound
-    assert_same(harness.tolerance(spec), want)
+    assert_same(tolerance(spec, grade), want)
 
 
 # -- workloads with inputs: what the inputs add to the truth and to the bound -------------
@@ -160,18 +178,26 @@ def rotated(spec: RotarySpec, x: np.ndarray, cos: np.ndarray, sin: np.ndarray):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("fields", [
     dict(length=12, head_dim=8),
-    dict(length=10, head_dim=12, rotary_dim=8, layout="interleaved", offset=3),
+    dict(length=10, head_dim=12, rotary_dim=8, layout="interleaved", offset=3, qk_layout="bshd",
+         kv_heads=1, position_ids="batch"),
 ])
 def test_apply_is_the_rotation_allowed_the_cache_error_and_three_roundings(dtype, fields):
+    """Compared heads first, k's heads repeated to q's; the dims past rotary_dim untouched."""
     spec = RotarySpec(dtype=dtype, **fields)
     rot = spec.rotary_dim or spec.head_dim
-    (q, k, positions), (expected, allowed) = workload_truth(spec, "apply")
-    cos, sin = (part[positions - spec.offset] for part in harness.reference(spec))
-    tol_cos, tol_sin = (part[positions - spec.offset] for part in harness.tolerance(spec))
+    (q, k, ids), (expected, allowed) = workload_truth(spec, "apply")
+    rows = ids - spec.offset
+    cos, sin = (part[rows] for part in harness.reference(spec))
+    tol_cos, tol_sin = (part[rows] for part in harness.tolerance(spec))
+    if ids.ndim == 2:       # [batch, seq] ids: a cache row per sequence, shared by the heads
+        cos, sin, tol_cos, tol_sin = (a[:, None] for a in (cos, sin, tol_cos, tol_sin))
     want, bound = [], []
-    for x in (q.astype(np.float64), k.astype(np.float64)):
+    for x in (q, k):
+        x = np.asarray(x, dtype=np.float64)
+        x = np.swapaxes(x, 1, 2) if spec.qk_layout == "bshd" else x
+        x = np.repeat(x, q.shape[1 if spec.qk_layout == "bhsd" else 2] // x.shape[1], axis=1)
         a, b = rotated(spec, x, cos, sin)
-        out, limit = x.copy(), EPS[dtype] * np.abs(x)       # past rot: passed through
+        out, limit = x.copy(), np.zeros_like(x)
         out[..., :rot] = a + b
         wa, wb = rotated(spec, np.abs(x), tol_cos, tol_sin)
         ra, rb = rotated(spec, np.abs(x), np.abs(cos), np.abs(sin))
