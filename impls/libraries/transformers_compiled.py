@@ -7,7 +7,7 @@ over either layout (`unsqueeze_dim` 1 for heads first, 2 for sequence first), an
 whole head by halves (rotate_half). It is given the best cos/sin a caller can give
 (_kernel_inputs); compiling happens in setup (one untimed call), so only the compiled call is
 timed. On the CPU the compile costs more than verify's whole case matrix, so it is registered
-for CUDA only.
+for CUDA only (tests/test_triton_libraries.py checks its wiring on the CPU, compile as identity).
 """
 
 from __future__ import annotations
@@ -27,11 +27,16 @@ COMPILED = LibrarySupports("transformers Llama (torch.compile)",
           forms=ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True))
 def build_llama_apply_compiled(spec: RotarySpec, q, k, positions):
     """torch.compile(apply_rotary_pos_emb)(q, k, cos, sin, unsqueeze_dim) (inductor, Triton)."""
+    return build(spec, q, k, positions)
+
+
+def build(spec: RotarySpec, q, k, positions, device: str = "cuda"):
+    """The factory (`device`: where its tensors go; a test runs it on the CPU)."""
     import torch
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-    qx, kx = tensors(spec, "cuda", q, k)
-    cos, sin = cos_sin(spec, positions, "cuda", duplicated=True)
+    qx, kx = tensors(spec, device, q, k)
+    cos, sin = cos_sin(spec, positions, device, duplicated=True)
     if cos.dim() == 2:
         cos, sin = cos[None], sin[None]
     unsqueeze_dim = 1 if spec.qk_layout == "bhsd" else 2
