@@ -93,9 +93,12 @@ def test_verdicts_follow_the_stated_rule():
     good = verdicts.GOOD_ULPS * eps("float32")
     use = verdicts.verdict(_rows([good / 2, good / 2, good]), axis)
     assert use.word == "use" and "out to position 107" in use.line
-    avoid = verdicts.verdict(_rows([good / 2, 2 * good, 2 * verdicts.WRONG]), axis)
+    beyond = 2 * float(verdicts.bound("float32", np.array([107.0]), "float32")[0])  # past float32's
+    avoid = verdicts.verdict(_rows([good / 2, 2 * good, beyond]), axis)
     assert avoid.word == "wrong" and "from position 100" in avoid.line and "to position 7" in avoid.line
     assert verdicts.verdict(_rows([good / 2, 2 * good, 3 * good]), axis).word == "limited"
+    bf16 = verdicts.verdict(_rows([good, 0.02, 0.5], dtype="bfloat16"), axis)      # bf16 positions
+    assert bf16.word == "wrong" and "from position 100" in bf16.line
     assert verdicts.verdict(_rows([np.inf, np.nan, good]), axis).word == "wrong"
 
 

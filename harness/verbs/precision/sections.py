@@ -1,7 +1,7 @@
 """precision.md's sections for the family: per study a table, one verdict per method, a choice.
 
 Everything shown is read from the measured rows; the thresholds behind the words are
-verdicts.GOOD_ULPS and verdicts.WRONG, and each section says them.
+verify's angle contract (verdicts.bound), and each section says it.
 """
 
 from __future__ import annotations
@@ -39,17 +39,18 @@ def section(part: pd.DataFrame, study: Study) -> str:
     headers, rows = summary(part, study)
     lines = [f"## {study.title}", "", study.note, "", tables.markdown(headers, rows), "",
              *[f"- {v.line}" for v in found], "",
-             "**Use** (smallest error among the methods within "
-             f"{verdicts.GOOD_ULPS} ulps everywhere): "
+             "**Use** (smallest error among the methods exact everywhere): "
              + "; ".join(verdicts.choices(found, study.choose_by)) + ".", ""]
     return "\n".join(lines)
 
 
 def markdown(df: pd.DataFrame, failures: dict[str, str]) -> str:
     """Every measured study's section, in KINDS order, and a line for each kind whose child died."""
-    rule = (f"Verdicts: **use** = within {verdicts.GOOD_ULPS} ulps (of 1.0, in the stored dtype) "
-            f"at every probe; **avoid** = over {verdicts.WRONG:g} from the probe named; limited = "
-            "neither.")
+    rule = ("Verdicts, by verify's angle contract (harness/core/contract.py): **use** = exact at "
+            f"every probe (within {verdicts.GOOD_ULPS} ulps of 1.0 in the stored dtype, plus "
+            "float64's angle error); **avoid** = beyond the float32 contract (the error of an angle "
+            "formed in float32, growing with the position) from the probe named; limited = "
+            "neither: what verify grades `float32`.")
     blocks = []
     for kind in KINDS:
         if kind in failures:

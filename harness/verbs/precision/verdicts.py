@@ -1,9 +1,11 @@
 """One line per method saying whether to use it, and which method to use per dtype.
 
-The rule is fixed and stated in the output, so a verdict is the measurement, not an opinion:
-a method is *good* at a probe when its error is within GOOD_ULPS ulps of 1.0 in the dtype it
-stores (what storing the result costs, plus a little), and *wrong* past WRONG (an error a
-reader would see in the values: they lie in [-1, 1]).
+The rule is verify's angle contract (harness/core/contract.py), so a verdict is the measurement
+judged as verify judges it: at a probe of position (or t, or grid side) p a method is *exact*
+when its error is within the exact bound there (GOOD_ULPS ulps of 1.0 in the stored dtype plus
+float64's angle error at p), and *wrong* past the float32 bound (GOOD_ULPS ulps plus the error
+of an angle p formed in float32, at most an eighth of a radian): a position, angle or timestep
+held in a half dtype is wrong, float32 angles far out are limited, not wrong.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.core.kinds.table.tolerance import eps
+import numpy as np
 
-GOOD_ULPS = 4
-WRONG = 1e-2
+from harness.core import contract
+from harness.core.contract import eps
+
+GOOD_ULPS = int(contract.C_VALUE)
 #: errors this close (relatively) to the smallest are named as equally good
 TIE = 0.05
 
@@ -53,8 +57,9 @@ def verdict(part: pd.DataFrame, axis: Axis) -> Verdict:
     source, dtype = part.source.iloc[0], part.dtype.iloc[0]
     err = part.max_abs_err.astype(float).fillna(float("inf")).to_numpy()
     pos = part.position.to_numpy()
-    limit = GOOD_ULPS * eps(dtype)
-    good = err <= limit
+    reach = np.abs(pos.astype(float)) + axis.span       # the largest angle a probe covers, ~p rad
+    good = err <= bound(dtype, reach, "exact")
+    beyond = err > bound(dtype, reach, "float32")
     worst_at = int(err.argmax())
     worst = float(err[worst_at])
     head = f"`{source.removesuffix(' ' + dtype)}` ({dtype})"
@@ -63,17 +68,22 @@ def verdict(part: pd.DataFrame, axis: Axis) -> Verdict:
                 f"out to {axis.upto(pos[-1])}.")
         return Verdict(source, dtype, "use", worst, line)
     first_bad = int((~good).argmax())
-    kept = (f"within {GOOD_ULPS} ulps to {axis.upto(pos[first_bad - 1])}" if first_bad
-            else f"never within {GOOD_ULPS} ulps")
-    wrong = (~good) & (err > WRONG)
-    if wrong.any():
-        at = int(wrong.argmax())
-        line = (f"**avoid** {head} from {axis.at(pos[at])}: error {_err(err[at])} there (> {WRONG:g}), "
-                f"max {_err(worst)} at {axis.at(pos[worst_at])}; {kept}.")
+    kept = (f"exact to {axis.upto(pos[first_bad - 1])}" if first_bad else "never exact")
+    if beyond.any():
+        at = int(beyond.argmax())
+        limit = float(bound(dtype, reach[at:at + 1], "float32")[0])
+        line = (f"**avoid** {head} from {axis.at(pos[at])}: error {_err(err[at])} there (> the "
+                f"float32 contract's {limit:.2g}), max {_err(worst)} at {axis.at(pos[worst_at])}; "
+                f"{kept}.")
         return Verdict(source, dtype, "wrong", worst, line)
     line = (f"limited {head}: {kept}, then up to {_err(worst)} at {axis.at(pos[worst_at])} "
-            f"(never > {WRONG:g}).")
+            "(within the float32 contract: its error grows with the angle).")
     return Verdict(source, dtype, "limited", worst, line)
+
+
+def bound(dtype: str, reach: np.ndarray, grade: str) -> np.ndarray:
+    """verify's bound at angles up to `reach` (frequency 1, the fastest), of the `grade` contract."""
+    return contract.angle_bound(dtype, reach, np.full(np.shape(reach), contract.C_ANGLE), grade)
 
 
 def verdicts(df: pd.DataFrame, axis: Axis) -> list[Verdict]:
@@ -94,7 +104,7 @@ def choices(found: list[Verdict], by: str = "dtype") -> list[str]:
         least = min(v.worst for v in usable)
         best = [v for v in usable if v.worst <= least * (1 + TIE)]
         names = ", ".join(f"`{_label(v).removeprefix(group + ' ')}`" for v in best)
-        note = "" if best[0].word == "use" else f" (none stays within {GOOD_ULPS} ulps: the least bad)"
+        note = "" if best[0].word == "use" else " (none is exact everywhere: the least bad)"
         lines.append(f"{group}: {names}{note}")
     return lines
 
