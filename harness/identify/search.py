@@ -28,6 +28,7 @@ from harness.identify.amplitude import Amplitude, find_amplitude
 from harness.identify.check import CHECK_ROWS, Candidate, Context, check_ends, compare
 from harness.identify.law import DEFAULT_BASE, Law, candidates, fit_rate
 from harness.identify.load import LoadedTable, row_peaks
+from harness.identify.half import half_note
 from harness.identify.notes import match_notes, table_notes
 from harness.identify.offset import find_offsets
 from harness.identify.structure import (Plan, describe_permutation, pair_columns, pair_residual,
@@ -128,7 +129,9 @@ def _unmatched(values: np.ndarray, valid: np.ndarray, ctx: Context, tried: list[
     if closest and closest[0].within:    # a common convention the search's readings missed
         return Identification(**answer, best=closest[0],
                               notes=notes + match_notes(closest[0].spec))
-    return Identification(**answer, best=None, nearest=closest, notes=notes)
+    half = half_note(values, ctx.dtype, closest)
+    return Identification(**answer, best=None, nearest=closest,
+                          notes=notes + ((half,) if half else ()))
 
 
 def _check_spec_memory(table: LoadedTable) -> None:
