@@ -285,3 +285,24 @@ def test_a_time_below_a_fill_of_the_same_bytes_is_implausible(tmp_path):
     assert code == 0, text
     mine = rows[rows["impl"] == "adv-empty"].iloc[0]
     assert mine["status"] == "ok" and "implausible: " in mine["flags"], text
+
+
+def test_a_builder_that_computes_once_and_copies_is_invalid(tmp_path):
+    """Nothing kept at setup, its table kept from the first call and copied from then on: the
+    worker poisons what it kept, and the warm call hands back NaN."""
+    plugin = write(tmp_path, "bench_once", textwrap.dedent('''
+        from harness import reference
+        @register(name="adv-once", backend="numpy", supports=ONE)
+        def build(spec):
+            box = {}
+            def call():
+                if "table" not in box:
+                    box["table"] = reference(spec).astype(spec.dtype)
+                return box["table"].copy()
+            return call
+        '''))
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "64")
+    assert code == 0, text
+    mine = rows[rows["impl"] == "adv-once"].iloc[0]
+    assert mine["status"] == "invalid", text
+    assert "kept from its first call were poisoned" in mine["reason"]

@@ -6,10 +6,11 @@ call (a table builder keeping a table's worth is a lookup: harness.bench.validit
 confirmed by a longer build only after the first call, which it could warm).
 The first call (compilation on first use, caches) is timed once on its own as
 `first_call_s` - perf_counter around a single call, not a benchmark timer - and
-its result checked (shape, dtype, finite), then poisoned and held while one
-warm call, which sizes the rounds of a cold-cache cell, must return a fresh
-result (not the cached buffer): a cell that fails either check is `invalid`
-and never timed. Peak memory needs a counter that slows the call, so it gets
+its result checked (shape, dtype, finite), then poisoned and held - with any
+table-sized array the callable kept from that call (harness.bench.validity:
+a builder that computes once and hands back copies) - while one warm call,
+which sizes the rounds of a cold-cache cell, must return a fresh, finite
+result: a cell that fails either check is `invalid` and never timed. Peak memory needs a counter that slows the call, so it gets
 its own call too, once both results are let go. Only then does pytest-benchmark
 calibrate and time rounds of the warm callable, in the cell's mode
 (harness.bench.modes: on a device, every call is followed by a sync, or
@@ -59,6 +60,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         if wrong:
             return _outcome("invalid", wrong, samples, meter, done)
         done["retains_bytes"] = validity.retained_bytes(fn)      # before any call
+        before = validity.reachable_ids(fn)
         call = modes.synced(fn, cell.device, cell.backend)
         samples.append(meter())
         stage = "first call"
@@ -70,6 +72,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         problem = validity.output_problem(first, cell)
         if problem is None:       # poisoned and still held: the warm call must compute afresh
             poisoned = poison(first)
+            kept = sum(poison(a) for a in validity.kept_since(fn, cell, before))
             stage = "warm call"
             _refresh(fresh, cell)
             start = time.perf_counter()
@@ -77,6 +80,9 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
             warm_s = time.perf_counter() - start
             stage = "result check"
             problem = validity.stale_problem(first, second, poisoned, cell)
+            if problem and kept:
+                problem += (f"; {kept} table-sized array(s) it kept from its first call were "
+                            "poisoned too: it hands back a copy of its first answer")
             del second
         del first
         stage = "setup check"     # after the first call: its confirming build may warm caches

@@ -130,6 +130,29 @@ def lookup_reason(impl: Implementation, cell: Cell, retained: int) -> Optional[s
             "(register it as a forward/lookup workload)")
 
 
+#: An array a builder keeps from its first call, at least this share of its output's bytes,
+#: is poisoned before the warm call (`kept_since`).
+KEPT_SHARE = 0.5
+
+
+def reachable_ids(fn: Any) -> set[int]:
+    """Identities of the arrays reachable from `fn` now (before the first call)."""
+    return {id(a) for a in reachable_arrays(fn)}
+
+
+def kept_since(fn: Any, cell: Cell, before: set[int]) -> list[Any]:
+    """Arrays reachable from `fn` now that were not `before` the first call, each at least
+    KEPT_SHARE of the output's bytes: what a builder kept from its first call. A builder that
+    computes once and hands back copies keeps its answer there, so the worker poisons these
+    before the warm call, whose result must still be right; a recycler's buffers and a working
+    buffer are written again by every call and come through. Only for workloads without inputs
+    (a forward keeps its table by design), never a roof."""
+    if cell.work.inputs is not None or cell.is_roof:
+        return []
+    return [a for a in reachable_arrays(fn)
+            if id(a) not in before and (_nbytes(a) or 0) >= KEPT_SHARE * cell.bytes_out]
+
+
 # -- what a callable keeps alive ------------------------------------------------------
 
 def retained_bytes(fn: Any) -> int:
