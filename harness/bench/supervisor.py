@@ -73,7 +73,9 @@ class Supervisor:
         self.plugins = tuple(plugins)
         self.timing, self.limits, self.on_row = timing, limits, on_row
         self.hung: set[str] = set()           # implementations that timed out once
-        self.timing_since: dict[str, float] = {}   # key -> when its timed rounds began, by us
+        #: (worker pid, heartbeat) -> when that cell's timed rounds began, by this process's clock
+        self.timing_since: dict[tuple[int, Any], float] = {}
+        self.worker_pid = 0
         self.journal = self.run_dir / journal.FILENAME
         self.reader = journal.JournalReader(self.journal)
         self.reader.poll()            # rows from before (--resume) are not news
@@ -132,6 +134,7 @@ class Supervisor:
                                         pass_fds=(*line.fds, *self.keep_fds))
             finally:
                 line.started()
+            self.worker_pid = proc.pid
             try:
                 return self._watch(proc, Path(config.heartbeat), {c.key: c for c in pending})
             finally:
@@ -160,8 +163,8 @@ class Supervisor:
             self._drain(done)
             beat = _read_heartbeat(heartbeat)
             key = beat["key"] if beat else None
-            if beat and beat.get("phase") == "timing":
-                self.timing_since.setdefault(key, time.monotonic())
+            if beat and beat.get("phase") == "timing":    # its timed rounds began about now
+                self.timing_since.setdefault((proc.pid, beat.get("beat")), time.monotonic())
             running = key if key in cells and key not in done else None
             if exited:
                 if running:
@@ -195,7 +198,7 @@ class Supervisor:
     def _take(self, news: list[dict[str, Any]], done: set[str]) -> None:
         for new in news:
             done.add(new["key"])
-            since = self.timing_since.pop(new["key"], None)
+            since = self.timing_since.get((self.worker_pid, new.get("beat")))
             disagreement = clock_disagreement(new, time.monotonic() - since) if since else ""
             if disagreement:       # the row again, flagged: the journal keeps the last one
                 journal.append(self.journal, {**new, "clock": disagreement})

@@ -46,6 +46,7 @@ class Worker:
         #: (implementation, dtype) called in this process so far: their next first call is warm
         self.called: set[tuple[str, str]] = set()
         self.cell_started = time.time()
+        self.beats = 0                        # heartbeats written: each names one
 
     def run(self, cell: Cell, benchmark: Any) -> None:
         """Announce, maybe skip, measure and record one cell."""
@@ -81,16 +82,17 @@ class Worker:
         rounds start now."""
         if not phase:
             self.cell_started = time.time()
+        self.beats += 1
         io.write_text(Path(self.config.heartbeat),
                       json.dumps({"key": cell.key, "time": self.cell_started, "pid": os.getpid(),
-                                  "phase": phase}))
+                                  "phase": phase, "beat": self.beats}))
 
     @staticmethod
     def _implementation(cell: Cell) -> Implementation:
         return (ROOF_REGISTRY if cell.is_roof else REGISTRY).get(cell.impl)
 
     def _record(self, cell: Cell, outcome: Outcome) -> None:
-        line = row(cell, outcome)
+        line = {**row(cell, outcome), "beat": self.beats}    # the heartbeat it answers
         journal.append(self.journal, line)
         self.history.append(line)
 
