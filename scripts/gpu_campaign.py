@@ -19,6 +19,7 @@ runs under results/ and builds their report.
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import shutil
 import subprocess
@@ -210,13 +211,31 @@ def next_call(root: Path, budget_s: float) -> int:
     return 0
 
 
+def merged_verify(folder: Path) -> list[dict]:
+    """Every verify.csv the campaign wrote (the kernels', the other CUDA ones', numba-cuda's),
+    as one list of rows: the verdicts each published run's report grades its cells by."""
+    rows: list[dict] = []
+    for path in sorted(folder.rglob("verify.csv")):
+        with path.open(newline="") as f:
+            rows += list(csv.DictReader(f))
+    return rows
+
+
 def publish(root: Path = ROOT) -> int:
-    """Copy the finished bench runs under results/ and build their report together."""
+    """Copy the finished bench runs under results/, each with the campaign's verify.csv, and
+    build their report together."""
     folder, runs = root / plan.STATE_DIR, []
+    verdicts = merged_verify(folder)
     for step in plan.STEPS:
         for run in sorted((folder / step.name).glob("*/cells.jsonl")):
             target = root / "results" / run.parent.name
             shutil.copytree(run.parent, target, dirs_exist_ok=True)
+            if verdicts:
+                names = list(dict.fromkeys(k for row in verdicts for k in row))
+                with (target / "verify.csv").open("w", newline="") as f:
+                    writer = csv.DictWriter(f, fieldnames=names)
+                    writer.writeheader()
+                    writer.writerows(verdicts)
             runs.append(str(target))
     if not runs:
         raise ValueError("publish: no bench run under .gpu-campaign yet")

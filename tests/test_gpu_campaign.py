@@ -198,3 +198,21 @@ def test_flash_attn_extraction_takes_only_the_module_and_its_metadata(tmp_path):
 def test_next_refuses_a_budget_past_one_call():
     with pytest.raises(SystemExit):
         campaign.main(["next", "--budget-s", "700"])
+
+
+def test_publish_gives_every_run_the_campaigns_verdicts(tmp_path, monkeypatch):
+    folder = tmp_path / plan.STATE_DIR
+    for sub, rows in (("verify", "impl,grade\nliger,exact\n"),
+                      ("numba-cuda/verify", "impl,grade,reason\nnumba-cuda-table,fail,x\n")):
+        (folder / sub).mkdir(parents=True)
+        (folder / sub / "verify.csv").write_text(rows)
+    run = folder / "apply-long" / "20260101-000000-abc"
+    _journal(run / "cells.jsonl", [{"key": "x", "status": "ok"}])
+    reported = []
+    monkeypatch.setattr(campaign.subprocess, "run",
+                        lambda argv, cwd: reported.append(argv[4:]) or type("R", (), {"returncode": 0}))
+    assert campaign.publish(tmp_path) == 0
+    published = tmp_path / "results" / run.name
+    assert reported == [[str(published)]]
+    text = (published / "verify.csv").read_text().splitlines()
+    assert text[0] == "impl,grade,reason" and len(text) == 3 and "numba-cuda-table,fail,x" in text
