@@ -262,4 +262,24 @@ def _register_builtin_kinds() -> None:
         importlib.import_module(f"{__name__}.{name}")
 
 
+#: Modules (os.pathsep-separated) whose import adds kinds from outside this package. A kind is
+#: trusted code like the references here, so the judge's process imports them too, where it
+#: never imports an implementation: keep a kind's module apart from its implementations.
+KINDS_ENV = "PE_HARNESS_KINDS"
+
+
+def _register_named_kinds() -> None:
+    """Import the modules $PE_HARNESS_KINDS names; one that fails is a ValueError naming it."""
+    import importlib
+    import os
+
+    for target in filter(None, (t.strip() for t in os.environ.get(KINDS_ENV, "").split(os.pathsep))):
+        try:
+            importlib.import_module(target)
+        except Exception as exc:
+            raise ValueError(f"${KINDS_ENV} names {target!r}, which failed to import: "
+                             f"{type(exc).__name__}: {exc}") from exc
+
+
 _register_builtin_kinds()
+_register_named_kinds()

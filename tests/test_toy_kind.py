@@ -1,0 +1,42 @@
+"""A kind from one folder (tests/toy_kind/toykind: the Kind with two workloads, and a plugin
+with their implementations) goes through the verbs with no other file touched."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def harness(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PE_HARNESS_KINDS": "toykind.kind", "TF_CPP_MIN_LOG_LEVEL": "2",
+           "PYTHONPATH": os.pathsep.join([str(HERE / "toy_kind"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "harness", *args, "--plugin", "toykind.impls",
+                           "--only", "*s-numpy", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=240)
+
+
+def test_list_verify_and_conventions_take_a_new_kind_from_one_folder(tmp_path):
+    listed = harness(tmp_path, "list")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split()[:3] for line in listed.stdout.splitlines() if line.strip()]
+    assert ["squares-numpy", "squares", "squares"] in rows and ["cubes-numpy", "squares", "cubes"] in rows
+    verified = harness(tmp_path, "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    rows = (tmp_path / "verify.csv").read_text()
+    assert rows.count("squares-numpy") == 2 and rows.count("cubes-numpy") == 2 and ",fail," not in rows
+    conventions = harness(tmp_path, "conventions")
+    assert conventions.returncode == 0, conventions.stderr
+    assert "cubes-numpy" in (tmp_path / "conventions.md").read_text()
+
+
+def test_identify_names_a_kind_it_has_no_reader_for(tmp_path):
+    np.save(tmp_path / "squares.npy", np.arange(10.0) ** 2)
+    done = harness(tmp_path, "identify", str(tmp_path / "squares.npy"), "--kind", "squares")
+    assert done.returncode == 2 and "identify has no reader for that kind" in done.stderr
