@@ -67,14 +67,14 @@ def models(tmp_path_factory):
     return paths
 
 
-def with_inv_freq(src, dst, base):
+def with_inv_freq(src, dst, base, dtype=torch.float32):
     """The Llama folder with a stored inv_freq per layer (older checkpoints), computed as
-    transformers 4.30 did, in float32."""
+    transformers 4.30 did, in float32 (then held in `dtype`, as a model cast whole would)."""
     shutil.copytree(src, dst)
     tensors = safetensors_torch.load_file(dst / "model.safetensors")
     inv = 1.0 / (base ** (torch.arange(0, 16, 2).float() / 16))
     for layer in range(2):
-        tensors[INV_FREQ.format(layer)] = inv.clone()
+        tensors[INV_FREQ.format(layer)] = inv.clone().to(dtype)
     safetensors_torch.save_file(tensors, dst / "model.safetensors", metadata={"format": "pt"})
     return dst
 
@@ -94,6 +94,15 @@ def test_a_stored_inv_freq_that_matches_the_config(models, tmp_path, capsys):
     assert code == 0 and row["verdict"] == "matches" and row["count"] == 2
     assert row["tensor"] == INV_FREQ.format("*") and row["max_rel_err"] < 1e-6
     assert "base=500000" in row["identified"]
+
+
+def test_an_inv_freq_held_in_bfloat16_differs_and_is_named(models, tmp_path, capsys):
+    """InternLM#237: .to(torch.bfloat16) casts the buffer; every angle is then off by p x 2^-9."""
+    folder = with_inv_freq(models["llama"], tmp_path / "bf16", 500000.0, torch.bfloat16)
+    code, report, _ = run(capsys, folder, "--json")
+    [row] = report["tensors"]
+    assert code == 1 and row["verdict"] == "DIFFERS"
+    assert "inv_freq held in bfloat16" in row["why"] and "keep inv_freq in float32" in row["why"]
 
 
 def test_a_stale_inv_freq_base_differs_and_exits_1(models, tmp_path, capsys):

@@ -26,6 +26,7 @@ from harness.identify.readers import rotary as rotary_search
 from harness.identify.readers.answer import check, check_inv_freq
 from harness.identify.readers.arrays import matrix, read
 from harness.identify.files import Stored
+from harness.identify.half import HALF, held
 from harness.identify.load import from_array
 from harness.identify.model.expect import EXTRA_ROWS, Expected, describe
 from harness.identify.search import identify
@@ -66,6 +67,16 @@ def judge(entry: Stored, expect: Expected) -> Row:
         return Row(entry.name, shape, "unreadable as a table", expect.text, verdict, str(exc))
 
 
+def _held_in_half(omega: np.ndarray, expected: np.ndarray, dtype: str, rel: float) -> str:
+    """Why an inv_freq differs when it is the config's, rounded to its half dtype ("" if not)."""
+    if dtype not in HALF or not np.array_equal(held(omega, dtype), held(expected, dtype)):
+        return ""
+    return (f"the config's inv_freq held in {dtype} (max relative difference {rel:.3g}): every "
+            "angle p x inv_freq is off by p times that, a phase error growing with the position "
+            "(a model cast with .to(torch.bfloat16) casts its buffers; InternLM#237): keep "
+            "inv_freq in float32")
+
+
 def _rotary(entry: Stored, raw: Any, shape: tuple[int, ...], expect: Expected) -> Row:
     values, dtype = read(entry, raw)
     omega = values.reshape(-1)
@@ -82,6 +93,7 @@ def _rotary(entry: Stored, raw: Any, shape: tuple[int, ...], expect: Expected) -
         rel = float(np.max(np.abs(omega / expected - 1.0)))
         got = check_inv_freq(spec, omega)
         results.append((got.err_ratio, label, spec, rel, "" if got.within else
+                        _held_in_half(omega, expected, dtype, rel) or
                         f"max relative difference {rel:.3g}: transformers rebuilds inv_freq "
                         "from the config and ignores this one; if the model was trained "
                         "with it, the config is what is wrong"))

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from harness.core import kinds
-from harness.core.kinds.table.tolerance import C_FREQ, C_VALUE, eps
+from harness.core.contract import C_FREQ, C_VALUE, angle_eps, eps
 
 #: Candidates that fit are ranked by the search's order (simplest first); this many more are
 #: kept as other readings of the same table, and this many near misses when none fits.
@@ -72,13 +72,15 @@ def check(spec: Any, actual: np.ndarray, note: str = "") -> Candidate:
 
 
 def check_inv_freq(spec: Any, actual: np.ndarray, note: str = "") -> Candidate:
-    """A rotary spec's inverse frequencies against a stored inv_freq vector: a few eps of the
-    stored dtype per rounding of the exponent (|ln inv_freq| of them) and of a scaling."""
+    """A rotary spec's inverse frequencies against a stored inv_freq vector: a few eps of
+    float32 per rounding of the exponent (|ln inv_freq| of them) and of a scaling, whatever the
+    stored dtype (the angle contract: an inv_freq held in a half dtype turns every angle p x
+    inv_freq into another one, InternLM#237)."""
     expected = spec.inv_freq()
     if expected.shape != actual.shape:
         return Candidate(spec, math.inf, math.inf, note)
     scaled = C_SCALED if spec.rope_type != "default" else 0.0
-    tol = eps(spec.dtype) * expected * (C_VALUE + C_FREQ * np.abs(np.log(expected)) + scaled)
+    tol = angle_eps("float32") * expected * (C_VALUE + C_FREQ * np.abs(np.log(expected)) + scaled)
     err = np.abs(actual - expected)
     return Candidate(spec, float(err.max()), float(np.max(err / tol)), note)
 
