@@ -197,3 +197,15 @@ def test_forms_are_declared_only_where_a_workload_has_them():
         registry.register(name="y", backend="numpy", workload="apply", forms=object())(lambda spec: None)
     registry.register(name="z", backend="numpy", workload="apply", forms=EVERY)(lambda spec: None)
     assert registry.get("z").forms_declared is EVERY
+
+
+def test_check_callable_takes_the_form_the_spec_asks_for():
+    from harness import check_callable
+
+    def user_apply(q, k, ids):
+        return tuple(_rotate(GQA, x, ids).astype(np.float32) for x in (q, k))
+
+    result = check_callable(user_apply, GQA, workload="apply")
+    assert (result.status, result.grade) == ("pass", "exact"), result.reason
+    lazy = check_callable(lambda q, k, ids: (q, k), GQA, workload="apply")
+    assert lazy.status == "fail"

@@ -38,7 +38,8 @@ def check_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str]
     for `workload="forward"` a callable `fn(x) -> x + PE` with `x` of shape
     `[batch, length, d_model]`; for another kind's spec (`RotarySpec`, `GridSpec`,
     `TimestepSpec`) its first workload by default (`workload="cache"` returns the pair
-    `(cos, sin)`, `"apply"` is `fn(q, k, positions) -> (q_rot, k_rot)`). It is called three times: its results are poisoned (NaN)
+    `(cos, sin)`, `"apply"` is `fn(q, k, positions) -> (q_rot, k_rot)`, in the form the spec asks
+    for: its qk_layout, kv_heads and position_ids). It is called three times: its results are poisoned (NaN)
     in between, so a callable that returns a cached table fails. Returns the `Check`
     (`status` "pass", "fail" or "error", `grade` "exact", "float32" or "fail" (the contract
     met, harness/core/contract.py), `reason`, `max_abs_err`, `tol`, `err_ratio`, `worst_pos`,
@@ -100,4 +101,5 @@ def _wrap(fn: Callable[..., Any], spec: Any, workload: Optional[str],
 
     return Implementation(name=label, backend=BACKEND, device="cpu", build=build,
                           supports_fn=lambda _spec: None, workload=work.name, kind=kind.name,
-                          origin=getattr(fn, "__module__", None) or "?")
+                          origin=getattr(fn, "__module__", None) or "?",
+                          forms=work.forms_of(spec) if work.forms_of is not None else None)

@@ -65,6 +65,8 @@ class Workload:
     forms: Optional[type] = None
     #: whether an implementation declaring `forms` takes a case; None: every case
     accepts: Optional[Accepts] = None
+    #: the forms a case asks for (what a callable handed that case is taken to declare)
+    forms_of: Optional[Callable[[Any], Any]] = None
     #: the names of `inputs`, for reasons (an out-of-place implementation that wrote into one)
     input_names: tuple[str, ...] = ()
     #: how a case hands its inputs over, added to a failure's reason (None: nothing to add)

@@ -65,7 +65,7 @@ ROTARY = add(Kind(
                  order=2, roof="fastest bare fill of the same bytes (cos and sin)",
                  doc="build the (cos, sin) cache, each [length, rot]"),
         Workload("apply", shape=apply_shape, parts=("q", "k"), inputs=apply_inputs, expect=apply_expected,
-                 batched=True, heads=True, arrange=apply_arrangement, forms=ApplyForms, accepts=_apply_takes,
+                 batched=True, heads=True, arrange=apply_arrangement, forms=ApplyForms, accepts=_apply_takes, forms_of=ApplyForms.taking,
                  input_names=("q", "k", "position_ids"), describe=_apply_case,
                  usual=(("cpu", ("rotary-torch-apply-unfused",)), ("cuda", ("rotary-torch-cuda-apply-unfused",))),
                  order=3, roof="fastest bare q * 2, k * 2 pass (fresh or recycled memory)",

@@ -65,6 +65,13 @@ class ApplyForms:
             return "position ids [batch, seq] not declared (ApplyForms(batch_positions=False))"
         return None
 
+    @classmethod
+    def taking(cls, spec: Any) -> "ApplyForms":
+        """The forms a case asks for: what `check_callable` declares for a user's function
+        handed that case (out of place)."""
+        return cls(layouts=(spec.qk_layout,), gqa=spec.kv_heads is not None,
+                   batch_positions=spec.position_ids == "batch")
+
     def describe(self) -> str:
         """What `list` shows: the forms beyond the original one."""
         extra = [name for name in ("gqa", "batch_positions", "in_place") if getattr(self, name)]
