@@ -42,4 +42,4 @@ def test_each_spec_declares_its_rules_and_copies_no_check(kind):
     defined = {node.name for node in ast.walk(ast.parse(Path(module.__file__).read_text()))
                if isinstance(node, ast.FunctionDef)}
     assert not defined & {"_is_int", "_is_real", "_is_finite", "_positive", "_finite"}
-    assert "memory.check_fits" not in Path(module.__file__).read_text()
+    assert "memory.check_fits(self.nbytes_reference" not in Path(module.__file__).read_text()  # check_memory
