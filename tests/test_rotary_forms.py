@@ -209,3 +209,32 @@ def test_check_callable_takes_the_form_the_spec_asks_for():
     assert (result.status, result.grade) == ("pass", "exact"), result.reason
     lazy = check_callable(lambda q, k, ids: (q, k), GQA, workload="apply")
     assert lazy.status == "fail"
+
+
+class _Pedantic:
+    """pytest-benchmark's fixture as far as Rounds uses it: setup before every round, untimed."""
+
+    def __init__(self):
+        self.log: list[str] = []
+
+    def pedantic(self, target, setup, rounds, iterations, warmup_rounds):
+        for _ in range(rounds + warmup_rounds):
+            setup()
+            self.log.append("call")
+            target()
+
+
+def test_bench_gives_an_in_place_kernel_fresh_inputs_before_every_round_outside_the_timing():
+    from harness.bench import measure, modes
+
+    log: list[str] = []
+    rounds = modes.rounds_for("", lambda: log.append("rotate"), "numpy", "cpu", 1e-3, 0.01, 3,
+                              fresh=lambda: log.append("reset"))
+    bench = _Pedantic()
+    rounds.run(bench)
+    assert rounds.setup is not None and rounds.rounds >= 3
+    assert log == ["reset", "rotate"] * (rounds.rounds + 1)      # never two rotations in a row
+    kernel = in_place().build(GQA, *apply_inputs(GQA, 2, 2))
+    assert measure._timed_call(in_place(), kernel) == (kernel.call, kernel.reset, "")
+    _, _, wrong = measure._timed_call(in_place(declare=False), kernel)
+    assert "did not declare in_place=True" in wrong
