@@ -13,7 +13,8 @@ above every base round (p at its floor). A run recorded before raw rounds were
 kept falls back to the old rule: the rise must exceed the two IQRs added.
 
 Which flags leave a cell out: a `load` flag of the new run (other processes took
-its cores, so it may be slower for no fault of the code). Load only ever makes
+its cores, so it may be slower for no fault of the code) and a `clock` flag (its
+worker's timer disagreed with the wall clock: its rounds are not measurements). Load only ever makes
 a time longer, so a base run's flags cannot make the same code look slower
 (they can hide a slowdown, never invent one) and do not leave a cell out; nor
 does a `threads` flag, which the change may have caused (an all-core path that
@@ -78,9 +79,9 @@ def alpha(n_base: int, n_new: int) -> float:
 
 
 def left_out(new: pd.DataFrame) -> pd.Series:
-    """Rows of the new run the gate does not judge: those flagged for load."""
+    """Rows of the new run the gate does not judge: those flagged for load or for their clock."""
     column = new["flags"] if "flags" in new.columns else flag_rules.flags(new)
-    return column.fillna("").astype(str).str.contains(r"(?:^|; )load:", regex=True)
+    return column.fillna("").astype(str).str.contains(r"(?:^|; )(?:load|clock):", regex=True)
 
 
 def machine_differences(new_env: Mapping[str, Any], base_env: Mapping[str, Any]) -> list[str]:
