@@ -202,3 +202,15 @@ def test_each_pick_shows_its_grade_and_a_faster_float32_pick_names_the_exact_one
     assert detail and all(r["use"] == "**mid-good**" and r["grade"] == "float32" for r in detail)
     assert all(r["exact instead"].startswith("slow-loops (") for r in detail)
     assert "Only `float32`-grade" in text and "where slow-loops is exact at" in text
+
+
+def test_the_first_screen_is_the_answer_then_links_to_every_section(text):
+    lines = text.splitlines()
+    below = next(i for i, line in enumerate(lines) if line.startswith("**Below:**"))
+    assert below < 40                                  # title, answer, its legend, then links
+    heads = [line[3:] for line in lines if line.startswith("## ")][1:]   # after the Answer
+    from harness.report.summary import anchor
+    for head in heads:
+        assert f"(#{anchor(head)})" in lines[below]
+    assert anchor("Accuracy at the same positions") == "accuracy-at-the-same-positions"
+    assert "[report.html](report.html)" in text

@@ -75,9 +75,8 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
     lead = (f"Run `{run.run_id}` at {run.env.get('time_utc', 'an unknown time')}, commit "
             f"`{sections.commit(run.env)[:12]}`; environment at the end.")
     io.write_text(out / ANSWER, "".join(f"{line}\n" for line in summary.lines(found, run.verify)))
-    return markdown.join(
-        title, lead, extras.post_failures(run), summary.section(found, run.verify),
-        summary.still_flagged(run), sections.sources([run, *([base] if base else [])]),
+    detail = markdown.join(
+        sections.sources([run, *([base] if base else [])]),
         advice.recommendation(found, picks, run.bench, baseline, name, run.verify is not None),
         advice.accuracy(errors, name),
         device.section(run.device, run.env, run.verify), bounds.section(chosen, run.verify),
@@ -87,6 +86,8 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
         sections.noisy(run), sections.problems(run), flags.section(run, chosen),
         extras.conventions(run, out), extras.precision(run, out), extras.files(run, out),
         sections.environment(run))
+    return markdown.join(title, lead, extras.post_failures(run), summary.section(found, run.verify),
+                         summary.still_flagged(run), summary.contents(detail, out), detail)
 
 
 def _errors(run: Run, name: str) -> dict[str, Optional[positions.Errors]]:

@@ -12,11 +12,13 @@ the screen and the report say the same thing.
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 from typing import Optional, Sequence
 
 import pandas as pd
 
-from harness.report import fmt, markdown
+from harness.report import fmt, html, markdown
 from harness.report.answer import Answer
 from harness.report.load import Run
 from harness.report.measures import dtype_order
@@ -112,3 +114,18 @@ def still_flagged(run: Run) -> str:
     return (f"**{marked} of {timed} timed cells stayed flagged for load** (other programs used "
             "the cores they needed, even when measured again) and are left out of the answer; "
             f"{flag_rules.what_to_do(str(run.path))}.")
+
+
+def contents(detail: str, out: Path) -> str:
+    """The links below the answer: every section of the detail, and the files beside it."""
+    heads = [line[3:].strip() for line in detail.splitlines() if line.startswith("## ")]
+    files = [html.FILENAME, *(n for n in ("verify.md", "bench.csv") if (out / n).is_file())]
+    links = " · ".join(f"[{h}](#{anchor(h)})" for h in heads)
+    return (f"**Below:** {links}.  \n**Files:** "
+            + ", ".join(f"[{name}]({name})" for name in files) + ", plots in `plots/`.")
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as dashes."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
