@@ -21,6 +21,9 @@ from typing import Iterable, Optional
 CARRY_LIMIT = 64 * 2**20
 #: One call's command time (10 minutes), less a margin for the install and the packing.
 CALL_BUDGET_S = 540
+#: What a bench keeps of its call's time to end well (bench.csv, its workers) before the
+#: call's own limit would stop it.
+BENCH_END_S = 45
 #: The folder (ignored by git, carried to every call) holding the state and the steps' outputs.
 STATE_DIR = ".gpu-campaign"
 #: The folder (ignored by git, carried) holding the wheels and sources the device machine lacks.
@@ -67,7 +70,7 @@ class Step:
         if resume:
             fill = []
         bench = ["python3", "-m", "harness", "bench", *self.bench, "--out", str(state / self.name),
-                 "--no-post", "--budget-s", f"{max(budget_s, 1):.0f}"]
+                 "--no-post", "--budget-s", f"{max(budget_s - BENCH_END_S, 1):.0f}"]
         return fill + [bench + (["--resume"] if resume else [])]
 
 

@@ -59,10 +59,11 @@ def test_a_bench_step_writes_under_its_state_folder_within_the_budget_and_resume
     assert len(fresh) == len(step.commands) + 1
     bench = fresh[-1]
     assert bench[bench.index("--out") + 1] == str(tmp_path / step.name)
-    assert bench[bench.index("--budget-s") + 1] == "300" and "--resume" not in bench
+    assert bench[bench.index("--budget-s") + 1] == str(300 - plan.BENCH_END_S)
+    assert "--resume" not in bench
     resumed = step.argv(tmp_path, resume=True, budget_s=200)
     # only the bench, resumed: the commands before it ran in the earlier call
-    assert resumed == [bench[:-1] + ["200", "--resume"]]
+    assert resumed == [bench[:-1] + [str(200 - plan.BENCH_END_S), "--resume"]]
     assert all("{state}" not in a for command in fresh for a in command)
 
 
