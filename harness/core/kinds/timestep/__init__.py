@@ -19,6 +19,8 @@ TIMESTEP = add(Kind(
     cases=timestep_cases,
     workloads=(Workload("timestep", shape=lambda spec, batch, heads: (spec.count, spec.dim),
                         angles=angles, order=5,
+                        roof=("the slower of two limits: the fastest bare fill of the same bytes, and "
+                              "the same count of float32 sines and cosines through vector math"),
                         usual=(("cpu", ("timestep-torch-diffusers",)), ("cuda", ("timestep-torch-cuda-diffusers",))),
                         doc="embed the spec's timesteps: [len(timesteps), dim]"),),
     conventions=CONVENTIONS, bench_spec=bench_spec,
