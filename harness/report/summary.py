@@ -18,14 +18,13 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
+from harness.core.contract import GRADES
 from harness.report import fmt, html, markdown
 from harness.report.answer import Answer
 from harness.report.load import Run
 from harness.report.measures import dtype_order
 from harness.runs import flags as flag_rules
 
-#: verify's grades from best to worst (harness.core: exact, float32, fail); others sort last.
-GRADE_ORDER = ("exact", "float32", "fail")
 
 
 def grade(verify: Optional[pd.DataFrame], impl: str, dtype: str) -> str:
@@ -36,7 +35,7 @@ def grade(verify: Optional[pd.DataFrame], impl: str, dtype: str) -> str:
     found = [str(g) for g in rows["grade"].dropna() if str(g)]
     if not found:
         return ""
-    return max(found, key=lambda g: GRADE_ORDER.index(g) if g in GRADE_ORDER else len(GRADE_ORDER))
+    return max(found, key=lambda g: GRADES.index(g) if g in GRADES else len(GRADES))
 
 
 def chosen(found: Sequence[Answer]) -> list[Answer]:
