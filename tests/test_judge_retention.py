@@ -270,3 +270,50 @@ def test_bench_names_a_stale_result_by_what_was_tried():
         "second call: cos: ")
     assert validity.stale_problem((cos.copy(),), (cos_sin(c)[0],), True, c) == \
         "second call: returned 1 items, expected a tuple (cos, sin)"
+
+
+# -- what a builder keeps from its first call ---------------------------------------------
+
+def memo_of(rows_kept: int):
+    """A builder that keeps `rows_kept` rows of its first answer (all of them: a memo)."""
+    def build(spec):
+        memo = []
+
+        def call():
+            if not memo:
+                memo.append(correct_table(spec)[:rows_kept].copy())
+            out = correct_table(spec)
+            out[:rows_kept] = memo[0]
+            return out
+        return call
+    return build
+
+
+@pytest.mark.parametrize("rows_kept, found", [(64, True), (32, True), (31, False), (0, False)])
+def test_arrays_kept_from_the_first_call_of_half_the_output_or_more_are_found(rows_kept, found):
+    c = cell(64)
+    fn = memo_of(rows_kept)(c.spec())
+    before = validity.reachable_ids(fn)
+    fn()
+    kept = validity.kept_since(fn, c, before)
+    assert bool(kept) == found and all(a.nbytes >= c.bytes_out / 2 for a in kept)
+
+
+def test_arrays_held_before_the_first_call_are_not_kept_since():
+    c = cell(64)
+    table = correct_table(c.spec())
+    fn = lambda: table.copy()      # noqa: E731 (a lookup: retention's business, not this)
+    before = validity.reachable_ids(fn)
+    fn()
+    assert validity.kept_since(fn, c, before) == []
+    assert validity.kept_since(fn, c, set()) == [table]
+
+
+def test_a_forward_or_a_roof_keeps_what_it_likes():
+    forward = Cell("x", "numpy", "cpu", "forward", "paper", 64, 64, "float32", 1, batch=2)
+    roof = Cell("x", "numpy", "cpu", "table", "paper", 64, 64, "float32", 1, is_roof=True)
+    fn = memo_of(64)(cell(64).spec())
+    fn()
+    assert validity.kept_since(fn, forward, set()) == []
+    assert validity.kept_since(fn, roof, set()) == []
+    assert len(validity.kept_since(fn, cell(64), set())) == 1

@@ -206,3 +206,16 @@ def test_apply_is_the_rotation_allowed_the_cache_error_and_three_roundings(dtype
         bound.append(np.maximum(limit, np.finfo(np.float64).tiny))
     assert_same(expected, np.stack(want))
     assert_same(allowed, np.stack(bound))
+
+
+@pytest.mark.parametrize("fields, batch, heads, q_heads", [
+    (dict(length=6, head_dim=8), 2, 3, 3),
+    (dict(length=6, head_dim=8, kv_heads=2), 1, 3, 4),       # q: a multiple of k's, at least 2x
+    (dict(length=5, head_dim=8, kv_heads=1, qk_layout="bshd"), 3, 1, 2),
+])
+def test_apply_is_compared_heads_first_with_k_repeated_to_q(fields, batch, heads, q_heads):
+    spec = RotarySpec(**fields)
+    work = kinds.of(spec).workload("apply")
+    assert work.shape(spec, batch, heads) == (2, batch, q_heads, spec.length, spec.head_dim)
+    _, (expected, _) = workload_truth(spec, "apply", batch, heads)
+    assert expected.shape == (2, batch, q_heads, spec.length, spec.head_dim)

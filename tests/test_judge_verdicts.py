@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness import Spec
-from harness.core import checks
+from harness.core import checks, contract
 from harness.core.observe import Observation, Returned, observe_all, snapshot
 from harness.core.registry import Implementation
 from harness.util.recycle import RecycledBuffers
@@ -244,3 +244,26 @@ def test_a_supports_that_hung_on_a_later_case_stops_every_call():
                                    [(Spec(9, 4), ()), (Spec(8, 4), ())], timeout_s=0.3)
     assert (first.error, first.failed_call) == ("not run: an earlier case timed out", 0)
     assert second.error.startswith("supports: timeout") and built == []
+
+
+def test_an_implementation_that_wrote_its_inputs_fails_naming_them():
+    seen = Observation(results=(good(), good()), poisoned=(True, True), wrote_inputs=("q", "k"))
+    result = checks.judge(impl_of(None), SPEC, seen, want)
+    assert (result.status, result.grade) == ("fail", "fail")
+    assert result.reason.startswith("wrote into its input(s) q, k: an out-of-place implementation")
+    assert "in_place=True" in result.reason and "harness.InPlace(reset, call)" in result.reason
+
+
+@pytest.mark.parametrize("got, required, meets", [
+    ("exact", "exact", True), ("exact", "float32", True), ("float32", "float32", True),
+    ("float32", "exact", False), ("fail", "float32", False), ("fail", "exact", False),
+    ("", "float32", False), ("pass", "float32", False),
+])
+def test_a_required_grade_is_met_by_it_or_a_better_one(got, required, meets):
+    assert contract.at_least(got, required) is meets
+
+
+@pytest.mark.parametrize("required", ["fail", "float16", ""])
+def test_a_required_grade_must_be_a_contract(required):
+    with pytest.raises(ValueError, match=r"^require must be one of \('exact', 'float32'\), got"):
+        contract.at_least("exact", required)
