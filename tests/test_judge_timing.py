@@ -45,3 +45,35 @@ def test_only_implementation_cells_timed_ok_are_flagged_and_other_flags_kept():
     assert list(out[1:5]) == ["", "", "", ""]          # roofs, an error row, a plausible time
     assert out[5].startswith("implausible: ")
     assert frame["flags"][0] == "load: busy" and pd.isna(frame["flags"][5])   # not changed in place
+
+
+def row(impl: str = "a", threads=1, median_s: float = 1e-3, status: str = "ok", **extra):
+    return {"impl": impl, "workload": "table", "length": 64, "d_model": 64, "dtype": "float32",
+            "threads": threads, "median_s": median_s, "status": status, **extra}
+
+
+def test_rows_are_flagged_as_they_arrive_against_their_own_one_thread_time():
+    running = flags.Running()
+    assert running.flag(row()) == ""
+    assert running.flag(row(threads=4, median_s=3.9e-3)) == ""
+    slow = running.flag(row(threads=4, median_s=5e-3))
+    assert slow == "threads: 5x slower at 4 threads than at 1 (> 4x)"
+    assert running.flag(row(impl="b", threads=4, median_s=5e-3)) == ""     # another cell
+    assert running.flag(row(threads=None, median_s=5e-3)) == ""            # 1 thread: no sibling
+    assert running.flag(row(threads=4, median_s=2e-2)) == ""               # vs the new 1-thread
+
+
+@pytest.mark.parametrize("status, median", [("error", 1e-3), ("ok", None), ("ok", math.nan),
+                                            ("ok", "fast")])
+def test_only_rows_timed_ok_are_flagged_as_they_arrive(status, median):
+    running = flags.Running()
+    running.flag(row(median_s=1e-4))
+    assert running.flag(row(threads=4, median_s=median, status=status,
+                            cores=1, others_busy=3.0)) == ""
+
+
+def test_load_and_thread_flags_are_joined():
+    running = flags.Running()
+    running.flag(row(median_s=1e-4))
+    both = running.flag(row(threads=2, median_s=1e-3, cores=2, others_busy=1.5))
+    assert both.startswith("load: ") and "; threads: 10x slower at 2 threads" in both
