@@ -13,7 +13,7 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
-from ..table.library_conventions import LibrarySupports, _positions_fit_dtype
+from ..table.library_conventions import LibrarySupports, _float16_angles, _positions_fit_dtype
 from ._common import float32_angles, float32_positions
 
 
@@ -28,7 +28,7 @@ def _float64_is_float32(spec: Spec) -> Optional[str]:
 @register(name="keras-hub-sine-position-encoding", backend="tensorflow", library="keras-hub",
           requires=("keras_hub",), supports=LibrarySupports("keras-hub", Supports(
               layouts=("interleaved",), dtypes=("float16", "float32", "float64"), freq_shifts=(0,),
-              odd=("extend",)), (_float64_is_float32, _positions_fit_dtype)))
+              odd=("extend",)), (_float64_is_float32, _float16_angles, _positions_fit_dtype)))
 def build_keras_hub_sine(spec: Spec):
     """SinePositionEncoding(max_wavelength=base, dtype)(x[1, length, d], start_index=offset)[0];
     x, read only for its shape, is made in the call (kept, bench would call it a lookup)."""

@@ -93,6 +93,15 @@ def _positions_fit_dtype(spec: Spec) -> Optional[str]:
     return None
 
 
+def _float16_angles(spec: Spec) -> Optional[str]:
+    """f16: angles in f16 (finding)"""
+    if spec.dtype == "float16":
+        return ("a float16 layer forms its positions and angles in float16: another table, not a "
+                "rounding (1.79 off at 4096 x 64 against the angle contract's 0.005; "
+                "docs/libraries.md)")
+    return None
+
+
 def _positions(spec: Spec) -> np.ndarray:
     return np.arange(spec.offset, spec.offset + spec.length, dtype=np.int64)
 
@@ -332,7 +341,7 @@ def build_marian(spec: Spec):
 
 @register(name="lib-keras-hub", backend="numpy", supports=LibrarySupports(
     "keras-hub", Supports(layouts=("interleaved",), dtypes=KERAS_DTYPES, freq_shifts=(0,),
-                          odd=("extend",)), (_positions_fit_dtype,)))
+                          odd=("extend",)), (_positions_fit_dtype, _float16_angles)))
 def build_keras_hub(spec: Spec):
     """keras-hub SinePositionEncoding (interleaved by sin/cos masks, paper schedule, odd 'extend').
 
