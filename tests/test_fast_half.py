@@ -106,3 +106,15 @@ def test_bfloat16_forward_roof_adds_in_bfloat16():
     x = np.full((2, 8, 4), 0.5, np.float32)
     out = ROOF_REGISTRY.get("roof-recycled-torch-add").build(spec, x)()
     assert out.dtype == torch.bfloat16 and tuple(out.shape) == (2, 8, 4) and torch.all(out == 1.5)
+
+
+def test_kept_half_precision_bits_can_be_poisoned():
+    """bench poisons what a builder keeps (a recycler's uint16 buffers): all bits set, NaN as
+    float16 and as bfloat16."""
+    from harness.backends.numpy import poison
+
+    bits = np.zeros(4, np.uint16)
+    assert poison(bits)
+    assert np.all(np.isnan(bits.view(np.float16)))
+    assert torch.all(torch.from_numpy(bits).view(torch.bfloat16).isnan())
+    assert not poison(np.zeros(2, bool))

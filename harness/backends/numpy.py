@@ -11,9 +11,16 @@ from harness.backends.host import tracemalloc_peak
 
 
 def poison(x: Any) -> bool:
+    """NaN in place; an integer array (a kernel's float16 or bfloat16 bits held as uint16) gets
+    every bit set, which is NaN in both half formats."""
     if not x.flags.writeable:
         return False
-    x.fill(np.nan)
+    if np.issubdtype(x.dtype, np.integer):
+        x.fill(np.iinfo(x.dtype).max if np.issubdtype(x.dtype, np.unsignedinteger) else -1)
+    elif np.issubdtype(x.dtype, np.inexact):
+        x.fill(np.nan)
+    else:
+        return False
     return True
 
 
