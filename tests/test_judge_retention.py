@@ -317,3 +317,86 @@ def test_a_forward_or_a_roof_keeps_what_it_likes():
     assert validity.kept_since(fn, forward, set()) == []
     assert validity.kept_since(fn, roof, set()) == []
     assert len(validity.kept_since(fn, cell(64), set())) == 1
+
+
+# -- how far the walk goes, and memory shared between arrays ------------------------------
+
+def nested(array, levels: int):
+    for _ in range(levels):
+        array = [array]
+    return array
+
+
+def test_the_walk_reaches_max_depth_from_the_callable_and_no_further():
+    """The callable is depth 0, its closure cell's list depth 1: MAX_DEPTH - 1 lists deep is the
+    last array reached."""
+    table = np.zeros(100)
+    deepest = nested(table, validity.MAX_DEPTH - 1)
+    too_deep = nested(table, validity.MAX_DEPTH)
+    assert validity.retained_bytes(lambda: deepest) == table.nbytes
+    assert validity.retained_bytes(lambda: too_deep) == 0
+
+
+def test_containers_within_containers_each_stand_for_their_unvisited_items():
+    row = np.zeros(8)                          # 64 bytes
+    long_inside = [[row.copy() for _ in range(2 * validity.MAX_ITEMS)] for _ in range(2)]
+    assert validity.retained_bytes(lambda: long_inside) == 2 * 2 * validity.MAX_ITEMS * row.nbytes
+    long_outside = [[row.copy()] for _ in range(300)]    # 256 visited stand for 300
+    assert validity.retained_bytes(lambda: long_outside) == 300 * row.nbytes
+
+
+def test_an_array_reached_twice_counts_once():
+    table = np.zeros(1000)
+    assert validity.retained_bytes(lambda: (table, [table], {"t": table})) == table.nbytes
+
+
+class Interfaced:
+    """An array handing out its address the CUDA or NumPy interface way (CuPy, Numba)."""
+
+    def __init__(self, base: np.ndarray, offset: int, nbytes: int, name: str) -> None:
+        self.nbytes_ = nbytes
+        setattr(self, name, {"data": (base.ctypes.data + offset, False), "shape": (nbytes,)})
+
+    shape = (1,)
+    nbytes = property(lambda self: self.nbytes_)
+    dtype = np.dtype("uint8")
+
+
+class Pointed:
+    """An array with a data_ptr (torch)."""
+
+    shape = (1,)
+    dtype = np.dtype("uint8")
+    nbytes = property(lambda self: self.size)
+
+    def __init__(self, base: np.ndarray, offset: int, nbytes: int) -> None:
+        self.address, self.size = base.ctypes.data + offset, nbytes
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+@pytest.mark.parametrize("make", [
+    lambda base, off, n: Interfaced(base, off, n, "__array_interface__"),
+    lambda base, off, n: Interfaced(base, off, n, "__cuda_array_interface__"),
+    lambda base, off, n: Pointed(base, off, n),
+])
+def test_overlapping_arrays_count_their_union_by_address(make):
+    base = np.zeros(3000, np.uint8)        # the memory they describe (not reachable from them)
+    a, b, c, d = (make(base, 0, 600), make(base, 400, 600), make(base, 2000, 100),
+                  make(base, 100, 200))
+    assert validity.retained_bytes(lambda: (a, b)) == 1000         # 0..600 and 400..1000
+    assert validity.retained_bytes(lambda: (a, c)) == 700          # apart
+    assert validity.retained_bytes(lambda: (a, d)) == 600          # one inside the other
+
+
+def test_the_lookup_reason_says_how_much_it_keeps():
+    def build(spec):
+        kept = correct_table(spec)
+        return lambda: kept.copy()
+    _, why = retention(build, cell(512))
+    assert why == ("setup retains 128 KiB of arrays reachable from the callable (1x the table it "
+                   "returns; 512 KiB for a 2048-row table): a lookup, not a table build "
+                   "(register it as a forward/lookup workload)")
+    _, why = retention(build, cell(4096, 64))
+    assert "setup retains 1 MiB" in why and "4 MiB for a 16384-row table" in why

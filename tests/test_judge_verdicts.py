@@ -267,3 +267,36 @@ def test_a_required_grade_is_met_by_it_or_a_better_one(got, required, meets):
 def test_a_required_grade_must_be_a_contract(required):
     with pytest.raises(ValueError, match=r"^require must be one of \('exact', 'float32'\), got"):
         contract.at_least("exact", required)
+
+
+# -- a failing reason says where the errors begin when that is not where they are worst ----
+
+def errors_from(shape, first_bad: int, worst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(got, expected, allowed): within tolerance before row `first_bad`, 2x it from there,
+    3x at row `worst` (rows are the second-to-last axis)."""
+    expected, allowed = np.zeros(shape), np.ones(shape)
+    got = np.zeros(shape)
+    got[..., first_bad:, :] = 2.0
+    got[..., worst, :] = 3.0
+    got[..., :first_bad, :] = 0.5
+    return got, expected, allowed
+
+
+@pytest.mark.parametrize("shape", [(40, 6), (2, 40, 6), (2, 3, 40, 6)])
+def test_the_reason_names_the_first_position_beyond_the_tolerance(shape):
+    got, expected, allowed = errors_from(shape, first_bad=10, worst=30)
+    result = checks.error_ratio(got, expected, allowed)
+    assert result.reason.endswith("at position 30, column 0 (first beyond its tolerance at "
+                                  "position 10)"), result.reason
+
+
+def test_where_the_first_is_the_worst_nothing_is_added():
+    got, expected, allowed = errors_from((40, 6), first_bad=30, worst=30)
+    assert checks.error_ratio(got, expected, allowed).reason.endswith("at position 30, column 0")
+    assert checks.error_ratio(got[0, :], expected[0, :], allowed[0, :]).reason is None
+
+
+def test_a_one_dimensional_result_names_its_worst_element_only():
+    got, expected, allowed = np.array([0.0, 2.0, 3.0]), np.zeros(3), np.ones(3)
+    assert checks.error_ratio(got, expected, allowed).reason == \
+        "error 3 > tolerance 1 at position 2, column -1"
