@@ -100,9 +100,11 @@ def callable_returning(spec: Any, workload: str,
     return fn
 
 
-def judge_here(fn: Callable[..., Any], spec: Any, workload: Optional[str] = None) -> checks.Check:
-    """`check_callable`'s verdict on `fn`, judged in this process (`checks.check`, the same
-    judge): a mutation tester then sees which of the judge's functions each test runs."""
+def judge_here(fn: Callable[..., Any], spec: Any, workload: Optional[str] = None,
+               forms: Any = None) -> checks.Check:
+    """`check_callable`'s verdict on `fn` (taking the workload's `forms`), judged in this process
+    (`checks.check`, the same judge): a mutation tester then sees which of the judge's
+    functions each test runs."""
     work = kinds.of(spec).workload(workload or kinds.of(spec).workloads[0].name)
 
     def build(_spec: Any, *inputs: Any) -> Callable[[], Any]:
@@ -110,5 +112,5 @@ def judge_here(fn: Callable[..., Any], spec: Any, workload: Optional[str] = None
 
     impl = Implementation(name="planted", backend="python", device="cpu", build=build,
                           supports_fn=lambda _spec: None, workload=work.name,
-                          kind=kinds.of(spec).name)
+                          kind=kinds.of(spec).name, forms=forms)
     return checks.check(impl, spec)

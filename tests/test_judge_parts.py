@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from harness.core import checks
+from harness import RotarySpec
+from harness.core.kinds.rotary.forms import ApplyForms
 from tests.judged import SPECS, as_result, judge_here, truth
 
 CACHE = SPECS["cache"]("float32")
@@ -19,8 +21,8 @@ def cache_parts() -> tuple[np.ndarray, np.ndarray]:
     return as_result(expected, "float32", ("cos", "sin"))
 
 
-def judged(fn, spec=CACHE, workload="cache"):
-    return judge_here(fn, spec, workload)
+def judged(fn, spec=CACHE, workload="cache", forms=None):
+    return judge_here(fn, spec, workload, forms)
 
 
 def test_the_exact_parts_pass():
@@ -39,6 +41,7 @@ def test_the_exact_parts_pass():
     (lambda cos, sin: (cos, sin[:-1]), "sin: shape"),
     (lambda cos, sin: (cos, sin.astype(np.float64)), "sin: dtype float64"),
     (lambda cos, sin: (cos, None), "sin: returned None"),
+    (lambda cos, sin: None, "returned None, expected a tuple (cos, sin)"),
 ])
 def test_extra_missing_or_wrong_parts_fail(shape_it, words):
     result = judged(lambda: shape_it(*cache_parts()))
@@ -114,3 +117,39 @@ def test_same_buffer_sees_every_part_of_either_result():
     assert not checks.same_buffer((a, b), (c, np.zeros(4)))
     assert checks.same_buffer(a, (c, a)) and checks.same_buffer((c, a), a)   # a tuple and not
     assert not checks.same_buffer(a, (c, b)) and not checks.same_buffer((c, b), a)
+
+
+def given_form(spec, canonical: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """q and k as an implementation returns them: in the spec's qk_layout, k with its own heads
+    (the canonical form repeats each of k's heads q_heads / kv_heads times)."""
+    q, k = canonical[0], canonical[1]
+    k = k[:, :: q.shape[1] // (spec.kv_heads or q.shape[1])]
+    if spec.qk_layout == "bshd":
+        q, k = np.swapaxes(q, 1, 2), np.swapaxes(k, 1, 2)
+    return np.ascontiguousarray(q), np.ascontiguousarray(k)
+
+
+GQA = RotarySpec(12, 12, rotary_dim=8, qk_layout="bshd", kv_heads=1)
+GQA_FORMS = ApplyForms(layouts=("bhsd", "bshd"), gqa=True)
+
+
+def gqa_apply(change=None):
+    def apply(*inputs):
+        expected, _ = truth(GQA, "apply", inputs)
+        q, k = (part.astype(np.float32) for part in given_form(GQA, expected))
+        if change is not None:
+            change(q, k)
+        return q, k
+    return apply
+
+
+def test_apply_in_its_own_layout_with_fewer_k_heads_is_judged_in_that_form():
+    assert judged(gqa_apply(), GQA, "apply", GQA_FORMS).status == "pass"
+
+
+def test_a_dim_past_rotary_dim_must_come_back_unchanged():
+    def touch_tail(q, k):
+        k[0, 3, 0, 10] += 1e-3          # bshd: batch 0, sequence 3, k's one head, dim 10 >= 8
+    result = judged(gqa_apply(touch_tail), GQA, "apply", GQA_FORMS)
+    assert result.status == "fail", result.reason
+    assert result.reason.startswith("k: error 0.001 > 0 (must come back unchanged) at position 3")

@@ -300,3 +300,13 @@ def test_a_one_dimensional_result_names_its_worst_element_only():
     got, expected, allowed = np.array([0.0, 2.0, 3.0]), np.zeros(3), np.ones(3)
     assert checks.error_ratio(got, expected, allowed).reason == \
         "error 3 > tolerance 1 at position 2, column -1"
+
+
+def test_an_error_exactly_at_the_bound_is_within_it():
+    one = np.ones((2, 2))
+    assert checks.error_ratio(0.5 * one, 0 * one, 0.5 * one).reason is None
+    assert checks.error_ratio(0.5 * one, 0 * one, 0.5 * one).err_ratio == 1.0
+    assert contract.grade(0.5 * one, 0.5 * one, 0.5 * one) == "exact"
+    assert contract.grade(0.5 * one, 0.5 * one, 0.25 * one) == "float32"
+    assert contract.grade(0.5 * one, 0.25 * one, 0.25 * one) == "fail"
+    assert contract.grade(0.5 * one, 0.5 * one, None) == "float32"
