@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from harness.core import checks
-from harness import RotarySpec
-from harness.core.kinds.rotary.forms import ApplyForms
+from harness import ApplyForms, RotarySpec
 from tests.judged import SPECS, as_result, judge_here, truth
 
 CACHE = SPECS["cache"]("float32")
