@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.core import checks
 from harness import ApplyForms, RotarySpec
+from harness.core import checks
 from tests.judged import SPECS, as_result, judge_here, truth
 
 CACHE = SPECS["cache"]("float32")
