@@ -43,25 +43,8 @@ class Entry:
 def entries(targets: Sequence[str]) -> list[Entry]:
     """Every implementation the built-ins, entry points, $PE_HARNESS_PLUGINS and `targets`
     register, in registration order, learned from a child that loads them."""
-    read, write = os.pipe()
-    tag = reaper.new_tag()
-    with lifeline.Lifeline() as line:
-        env = {**os.environ, **line.env, **tag, isolate.RESULTS_ENV: str(write),
-               "PYTHONPATH": isolate.python_path()}
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", "from harness.core.catalog import child; child()"],
-                stdin=subprocess.PIPE, env=env, pass_fds=(*line.fds, write),
-                start_new_session=True)
-        finally:
-            os.close(write)
-            line.started()
-        try:
-            isolate.send_request(proc, tuple(targets))
-            messages = _read_all(read, proc)
-        finally:
-            isolate.kill(proc, tag)
-            os.close(read)
+    with isolate.started("harness.core.catalog:child", tuple(targets)) as (proc, read, _):
+        messages = _read_all(read, proc)
     loading = "the built-in implementations"
     for kind, value in messages:
         if kind == "loading":

@@ -23,6 +23,7 @@ implementations, is the harness's own failure: `HarnessFailure` (exit code 3).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import io
@@ -37,7 +38,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from harness import backends
 from harness.core import plugins
@@ -156,25 +157,8 @@ class _Group:
         """One child over `pending`; returns the names it (or its death) settled."""
         by_name = {i.name: i for i in pending}
         request = _Request(self.isolation.plugins, tuple(by_name), self.task)
-        read, write = os.pipe()
-        tag = reaper.new_tag()
-        with lifeline.Lifeline() as line:
-            env = {**os.environ, **line.env, **tag, RESULTS_ENV: str(write),
-                   "PYTHONPATH": python_path()}
-            try:
-                proc = subprocess.Popen(
-                    [sys.executable, "-c", "from harness.core.isolate import child; child()"],
-                    stdin=subprocess.PIPE, env=env, pass_fds=(*line.fds, write),
-                    start_new_session=True)
-            finally:
-                os.close(write)
-                line.started()
-            try:
-                send_request(proc, request)
-                return _Watch(self, proc, read, by_name, tag).follow()
-            finally:
-                kill(proc, tag)
-                os.close(read)
+        with started("harness.core.isolate:child", request) as (proc, read, tag):
+            return _Watch(self, proc, read, by_name, tag).follow()
 
 
 class _Watch:
@@ -287,6 +271,34 @@ class _PlainUnpickler(pickle.Unpickler):
 def safe_loads(data: bytes) -> Any:
     """Unpickle what a child sent, allowing plain data only (`_PlainUnpickler`)."""
     return _PlainUnpickler(io.BytesIO(data)).load()
+
+
+@contextlib.contextmanager
+def started(entry: str, request: Any) -> Iterator[tuple[subprocess.Popen, int, dict[str, str]]]:
+    """A child running `entry` ("module:function") in its own session, tied to this process by
+    a lifeline, its descendants tagged (harness.util.reaper), `request` pickled on its stdin:
+    yields (the process, the read end of its results pipe, its tag), and kills it with
+    everything it started afterwards."""
+    module, _, function = entry.partition(":")
+    read, write = os.pipe()
+    tag = reaper.new_tag()
+    with lifeline.Lifeline() as line:
+        env = {**os.environ, **line.env, **tag, RESULTS_ENV: str(write),
+               "PYTHONPATH": python_path()}
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", f"from {module} import {function}; "
+                                                           f"{function}()"],
+                                    stdin=subprocess.PIPE, env=env, pass_fds=(*line.fds, write),
+                                    start_new_session=True)
+        finally:
+            os.close(write)
+            line.started()
+        try:
+            send_request(proc, request)
+            yield proc, read, tag
+        finally:
+            kill(proc, tag)
+            os.close(read)
 
 
 def pending(fd: int) -> bool:
