@@ -306,3 +306,32 @@ def test_a_builder_that_computes_once_and_copies_is_invalid(tmp_path):
     mine = rows[rows["impl"] == "adv-once"].iloc[0]
     assert mine["status"] == "invalid", text
     assert "kept from its first call were poisoned" in mine["reason"]
+
+
+def test_a_callable_that_answers_otherwise_under_the_timer_is_invalid(tmp_path):
+    """Right when called untimed, a (finite) table of zeros when pytest-benchmark is on the
+    stack: what the timed calls returned is checked too."""
+    plugin = write(tmp_path, "bench_timed", textwrap.dedent('''
+        import sys
+        from harness import reference
+        def timed():
+            frame = sys._getframe(1)
+            while frame is not None:
+                if "pytest_benchmark" in frame.f_code.co_filename:
+                    return True
+                frame = frame.f_back
+            return False
+        @register(name="adv-timed", backend="numpy", supports=ONE)
+        def build(spec):
+            shape = (spec.length, spec.d_model)
+            def call():
+                if timed():
+                    return np.zeros(shape, spec.dtype)
+                return reference(spec).astype(spec.dtype)
+            return call
+        '''))
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "64")
+    assert code == 0, text
+    mine = rows[rows["impl"] == "adv-timed"].iloc[0]
+    assert mine["status"] == "invalid", text
+    assert "behaves differently when timed" in mine["reason"]

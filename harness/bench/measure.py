@@ -7,15 +7,17 @@ confirmed by a longer build only after the first call, which it could warm).
 The first call (compilation on first use, caches) is timed once on its own as
 `first_call_s` - perf_counter around a single call, not a benchmark timer - and
 its result checked (shape, dtype, finite), then poisoned and held - with any
-table-sized array the callable kept from that call (harness.bench.validity:
-a builder that computes once and hands back copies) - while one warm call,
-which sizes the rounds of a cold-cache cell, must return a fresh, finite
-result: a cell that fails either check is `invalid` and never timed. Peak memory needs a counter that slows the call, so it gets
-its own call too, once both results are let go. Only then does pytest-benchmark
-calibrate and time rounds of the warm callable, in the cell's mode
-(harness.bench.modes: on a device, every call is followed by a sync, or
-replayed from a CUDA graph). The machine's load is sampled after setup and
-after the rounds (harness.bench.contention).
+table-sized array the callable kept from that call (harness.bench.validity: a
+builder that computes once and hands back copies) - while one warm call, which
+sizes the rounds of a cold-cache cell, must return a fresh, finite result: a
+cell that fails either check is `invalid` and never timed. Peak memory needs a
+counter that slows the call, so it gets its own call too, once both results
+are let go. Only then does pytest-benchmark calibrate and time rounds of the
+warm callable, in the cell's mode (harness.bench.modes: on a device, every
+call is followed by a sync, or replayed from a CUDA graph); what a call under
+its timer returned must hold the first call's values, or the cell is `invalid`
+after all. The machine's load is sampled after setup and after the rounds
+(harness.bench.contention).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         stage = "result check"
         problem = validity.output_problem(first, cell)
         if problem is None:       # poisoned and still held: the warm call must compute afresh
+            values = validity.first_values(first, cell)
             poisoned = poison(first)
             kept = sum(poison(a) for a in validity.kept_since(fn, cell, before))
             stage = "warm call"
@@ -103,8 +106,13 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         timer = modes.clock(cell.device)      # the cell's timer, as pytest-benchmark's
         on_timing()                           # the supervisor starts its own clock
         start = timer()
-        rounds.run(benchmark)
+        timed = rounds.run(benchmark)
         done["timer_s"] = timer() - start
+        stage = "timed result check"
+        wrong = None if cell.mode == "graph" else validity.timed_problem(timed, values, cell)
+        del timed
+        if wrong:
+            return _outcome("invalid", wrong, samples, meter, done)
     except modes.NotCapturable as exc:
         return _outcome("skip", error_reason("not capturable as a CUDA graph", exc), samples,
                         meter, done)

@@ -93,12 +93,13 @@ class Rounds:
     rounds: int = 0
     calls: int = 1
 
-    def run(self, benchmark: Any) -> None:
+    def run(self, benchmark: Any) -> Any:
+        """Time the rounds; returns what a call under pytest-benchmark returned (its last round,
+        or one more call it makes with its machinery on the stack)."""
         if self.setup is None:
-            benchmark(self.target)
-        else:
-            benchmark.pedantic(self.target, setup=self.setup, rounds=self.rounds,
-                               iterations=1, warmup_rounds=1)
+            return benchmark(self.target)
+        return benchmark.pedantic(self.target, setup=self.setup, rounds=self.rounds,
+                                  iterations=1, warmup_rounds=1)
 
 
 def rounds_for(mode: str, fn: Callable[[], Any], backend: str, device: str,

@@ -82,6 +82,36 @@ def output_problem(out: Any, cell: Cell) -> Optional[str]:
     return None if problem is None else f"first call: {problem}"
 
 
+#: How far a timed call's result may stray from the first call's before the cell is invalid:
+#: the same computation gives the same values (a few ulps where threads split the work).
+TIMED_RTOL = 1e-3
+
+
+def first_values(out: Any, cell: Cell) -> Optional[np.ndarray]:
+    """A copy of a well-formed first result's values (None otherwise), to hold the timed
+    calls' results against."""
+    _, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts)
+    return arr
+
+
+def timed_problem(out: Any, first: Optional[np.ndarray], cell: Cell) -> Optional[str]:
+    """None when a result returned under pytest-benchmark's timer is a finite table of the
+    cell's shape and dtype holding the first call's values, else why not: a callable that
+    behaves differently when timed is invalid."""
+    problem, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts)
+    if problem is not None:
+        return f"a call under the benchmark's timer: {problem}"
+    if first is None:
+        return None
+    got, want = arr.astype(np.float64), first.astype(np.float64)
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    worst = float(np.abs(got - want).max(initial=0.0))
+    if worst > TIMED_RTOL * scale:
+        return (f"a call under the benchmark's timer returned other values than its first call "
+                f"(max difference {worst:.3g}): it behaves differently when timed")
+    return None
+
+
 def stale_problem(first: Any, second: Any, poisoned: bool, cell: Cell) -> Optional[str]:
     """None when `second`, returned by a call made after `first` was poisoned (`poisoned`:
     whether that worked) and while it was still held, is a fresh result; else why not."""
