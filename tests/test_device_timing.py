@@ -59,15 +59,18 @@ class FakeBenchmark:
         self.how: tuple = ()
 
     def __call__(self, target):
-        self.how = ("calibrated", target())
+        result = target()
+        self.how = ("calibrated", result)
         self._stats()
+        return result                 # as pytest-benchmark returns a timed call's result
 
     def pedantic(self, target, setup, rounds, iterations, warmup_rounds):
         for _ in range(rounds):
             setup()
-            target()
+            result = target()
         self.how = ("pedantic", rounds, iterations, warmup_rounds)
         self._stats()
+        return result
 
     def _stats(self):
         stats = type("S", (), dict(median=1e-5, iqr=1e-7, min=1e-5, mean=1e-5, stddev=1e-7,
@@ -107,8 +110,9 @@ def test_sync_mode_syncs_after_every_call_and_is_calibrated(fake_gpu):
     outcome = measure(impl, cell, bench, "t", Timing(max_time=0.01, min_rounds=3))
     assert outcome.status == "ok" and outcome.peak_method == "fake"
     assert bench.how[0] == "calibrated"
-    # first call, peak call, warm call, the timed call: each followed by a device sync
-    assert fake_gpu["syncs"].calls == 4 and fake_gpu["flush"].calls == 0
+    # first call, peak call, warm call, the timed call: each followed by a device sync; and the
+    # cell's (synced) timer read before and after the rounds, for the supervisor's clock check
+    assert fake_gpu["syncs"].calls == 6 and fake_gpu["flush"].calls == 0
 
 
 def test_flush_mode_writes_l2_before_every_round(fake_gpu):
