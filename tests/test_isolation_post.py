@@ -53,7 +53,8 @@ def test_a_failed_post_step_fails_bench_and_is_named_at_the_top_of_the_report(tm
                          "log": "logs/post-verify.log"}]
     assert post.read_failures(run_dir) == failures
     steps = {s["name"]: s["status"] for s in json.loads((run_dir / post.FILENAME).read_text())}
-    assert steps["verify"] == "failed" and steps["conventions"] == "ok" and steps["report"] == "ok"
+    assert steps["verify"] == "failed" and steps["report"] == "ok"
+    assert all(status == "ok" for name, status in steps.items() if name != "verify"), steps
     head = (run_dir / "report.md").read_text().split("\n## ")[0]
     assert "post-step `verify` failed" in head
 
