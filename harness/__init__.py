@@ -28,11 +28,12 @@ from harness.core.plugins import PluginError, load_all, load_plugin
 from harness.core.registry import REGISTRY, Implementation, register
 from harness.core.kinds.table.spec import Spec
 from harness.core.kinds.table.supports import Supports
+from harness.util.exitcodes import UsageError
 
 __all__ = [
     "ApplyForms", "BaseSupports", "Check", "GridSpec", "GridSupports", "Implementation", "InPlace",
     "Kind", "PluginError", "RotarySpec", "RotarySupports", "Spec", "Supports", "TimestepSpec",
-    "TimestepSupports", "Workload", "assert_callable", "check_callable", "dtype_name",
+    "TimestepSupports", "UsageError", "Workload", "assert_callable", "check_callable", "dtype_name",
     "implementations", "load_plugin", "reference", "register", "spec_dict", "spec_from_dict",
     "to_numpy", "tolerance",
 ]

@@ -4,7 +4,8 @@ Every verb shares --plugin, --only, --out and --quick; each verb lives in its
 own module with `configure(parser)` and `main(args, impls) -> exit code`.
 Exit codes (harness.util.exitcodes): 0 ok, 1 a finding (an implementation is
 wrong), 2 a usage error, 3 the harness itself failed, 130 interrupted; every
-error is one line on stderr (a harness bug adds its traceback above it).
+error is one line on stderr (a harness bug adds its traceback above it). Bad input is a
+`UsageError` (a ValueError); any other exception, a plain ValueError included, is a bug.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         impls = _implementations(modules[args.verb], args)
         with run_lock(args, post_step):
             return modules[args.verb].main(args, impls)
-    except (ValueError, PluginError) as exc:  # bad input: one clear line, no traceback
+    except (exitcodes.UsageError, PluginError) as exc:  # bad input: one clear line, no traceback
         return _error(str(exc), exitcodes.USAGE)
     except KeyboardInterrupt:
         print("\ninterrupted: everything finished so far is on disk", file=sys.stderr)

@@ -6,6 +6,7 @@ import fnmatch
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -144,15 +145,33 @@ def test_a_plugin_whose_own_import_fails_says_which(tmp_path, capsys):
     assert "no such file or module" in one_line_error(capsys)
 
 
-def test_a_harness_bug_exits_3_not_1(monkeypatch, capsys):
+@pytest.mark.parametrize("bug", [RuntimeError, ValueError, KeyError])
+def test_a_harness_bug_exits_3_not_1(bug, monkeypatch, capsys):
+    """A plain ValueError is a bug too (issue 20): only UsageError is the user's input."""
     import harness.verbs.listing
 
     def broken(args, impls):
-        raise RuntimeError("deliberate bug")
+        raise bug("deliberate bug")
 
     monkeypatch.setattr(harness.verbs.listing, "main", broken)
     assert main(["list"]) == 3
     err = capsys.readouterr().err
     assert "Traceback" in err
     assert err.splitlines()[-1].startswith(
-        "error: the harness itself failed (RuntimeError: deliberate bug)")
+        f"error: the harness itself failed ({bug.__name__}: ")
+
+
+def test_bad_input_is_a_usage_error_that_is_still_a_value_error(tmp_path, capsys):
+    from harness import Spec, UsageError
+
+    assert isinstance(UsageError("x"), ValueError)
+    with pytest.raises(UsageError, match="d_model must be even"):
+        Spec(length=8, d_model=3)
+    with pytest.raises(UsageError, match="length must be"):
+        Spec(length=0, d_model=4)
+    assert main(["bench", "--dry-run", "--d-models", "3", "--out", str(tmp_path)]) == 2
+    assert "--d-models" in one_line_error(capsys)
+    zeros = tmp_path / "zeros.npy"
+    np.save(zeros, np.zeros((8, 4)))
+    assert main(["identify", str(zeros)]) == 2               # a spec search over a bad table
+    assert "all zeros" in one_line_error(capsys)

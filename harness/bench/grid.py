@@ -23,6 +23,7 @@ from harness.bench.roofs import roofs_for
 from harness.core import kinds
 from harness.core.registry import Implementation
 from harness.runs.identity import CellKey
+from harness.util.exitcodes import UsageError
 
 _TABLE = kinds.named("table")
 DEFAULT_LENGTHS, DEFAULT_D_MODELS = _TABLE.bench_sizes
@@ -66,7 +67,7 @@ class Grid:
         lengths, widths = self.lengths or sizes[0], self.d_models or sizes[1]
         shapes = [(n, d) for n in lengths for d in widths if n * d <= self.max_elements]
         if not shapes:
-            raise ValueError(f"--max-elements {self.max_elements} leaves no (length, d_model) pair "
+            raise UsageError(f"--max-elements {self.max_elements} leaves no (length, d_model) pair "
                              f"of --lengths {lengths} x --d-models {widths}: raise it "
                              "or choose smaller sizes")
         return shapes

@@ -22,6 +22,7 @@ from harness.runs import journal
 from harness.util import cpus
 from harness.util.arguments import at_least as _at_least
 from harness.util.arguments import positive_seconds as _positive
+from harness.util.exitcodes import UsageError
 
 NEWEST = "newest"
 TIMING, LIMITS = Timing(), Limits()
@@ -131,7 +132,7 @@ def parse(args: argparse.Namespace) -> SweepOptions:
     """Validate everything before anything runs; unset options take the (quick) defaults."""
     cores = cpus.usable()
     if args.full and args.quick:
-        raise ValueError("--full and --quick exclude each other: --full times every size, "
+        raise UsageError("--full and --quick exclude each other: --full times every size, "
                          "--quick a small grid")
     base = default_grid(cores, quick=args.quick, full=args.full)
     timing0, limits0 = (QUICK_TIMING, QUICK_LIMITS) if args.quick else (TIMING, LIMITS)
@@ -144,7 +145,7 @@ def parse(args: argparse.Namespace) -> SweepOptions:
             or getattr(base, name) for name, rule in _axis_rules(cores).items()}
     convention = getattr(args, "convention", "") or ""
     if convention and convention not in _conventions():
-        raise ValueError(f"--convention must be one of {_csv(_conventions())}, got {convention!r}")
+        raise UsageError(f"--convention must be one of {_csv(_conventions())}, got {convention!r}")
     grid = Grid(**axes, batch=_at_least(args.batch, "--batch", 1), convention=convention,
                 heads=_at_least(args.heads, "--heads", 1), quick=args.quick, full=args.full,
                 max_elements=_at_least(args.max_elements, "--max-elements", 1))
@@ -175,7 +176,7 @@ def _list(text: Optional[str], option: str, kind: Callable, ok: Callable, allowe
         except ValueError:
             value = None
         if value is None or not ok(value):
-            raise ValueError(f"{option} takes a comma-separated list of {allowed}; "
+            raise UsageError(f"{option} takes a comma-separated list of {allowed}; "
                              f"got {item.strip()!r}")
         values.append(value)
     return tuple(dict.fromkeys(values))
@@ -188,9 +189,9 @@ def _resume_dir(value: Optional[str], out: Path) -> Optional[Path]:
     if value == NEWEST:
         runs = sorted(p.parent for p in out.glob(f"*/{journal.FILENAME}"))
         if not runs:
-            raise ValueError(f"--resume: no run directory with {journal.FILENAME} under {out}")
+            raise UsageError(f"--resume: no run directory with {journal.FILENAME} under {out}")
         return runs[-1]
     path = Path(value)
     if not (path / journal.FILENAME).is_file():
-        raise ValueError(f"--resume: {path} is not a bench run directory (no {journal.FILENAME})")
+        raise UsageError(f"--resume: {path} is not a bench run directory (no {journal.FILENAME})")
     return path

@@ -23,6 +23,7 @@ from harness.core.checks import Check, inputs
 from harness.core.contract import at_least
 from harness.core.observe import observe
 from harness.core.registry import Implementation
+from harness.util.exitcodes import UsageError
 
 #: The backend label of a checked callable: nothing to import, no threads to pin. Only `list`
 #: and bench care about backends; the checks judge the returned array by its own type.
@@ -50,7 +51,7 @@ def check_callable(fn: Callable[..., Any], spec: Any, *, workload: Optional[str]
     """
     impl = _wrap(fn, spec, workload, name)
     if not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-        raise ValueError(f"timeout_s must be > 0 seconds (inf for no limit), got {timeout_s!r}")
+        raise UsageError(f"timeout_s must be > 0 seconds (inf for no limit), got {timeout_s!r}")
     args = inputs(impl.workload, spec)
     seen = observe(impl, spec, args, timeout_s)
     return apart.verdict(Entry(impl.name, impl.backend, impl.device, impl.kind, impl.workload,

@@ -28,6 +28,8 @@ from typing import Optional
 
 import numpy as np
 
+from harness.util.exitcodes import UsageError
+
 C_VALUE = 4.0
 C_ANGLE = 4.0
 C_FREQ = 2.0
@@ -58,7 +60,7 @@ def angle_eps(grade: str) -> float:
     try:
         return EPS[ANGLE_DTYPE[grade]]
     except KeyError:
-        raise ValueError(f"grade must be one of {tuple(ANGLE_DTYPE)}, got {grade!r}") from None
+        raise UsageError(f"grade must be one of {tuple(ANGLE_DTYPE)}, got {grade!r}") from None
 
 
 def angle_bound(dtype: str, theta: np.ndarray, gain: np.ndarray, grade: str = "float32") -> np.ndarray:
@@ -88,5 +90,5 @@ def grade(err: np.ndarray, allowed: np.ndarray, exact_allowed: Optional[np.ndarr
 def at_least(got: str, required: str) -> bool:
     """Whether grade `got` meets `required` (`exact` > `float32` > `fail`)."""
     if required not in ANGLE_DTYPE:
-        raise ValueError(f"require must be one of {tuple(ANGLE_DTYPE)}, got {required!r}")
+        raise UsageError(f"require must be one of {tuple(ANGLE_DTYPE)}, got {required!r}")
     return got in GRADES and GRADES.index(got) <= GRADES.index(required)

@@ -11,6 +11,7 @@ from dataclasses import MISSING, fields, replace
 from typing import Any, Mapping, TypeVar
 
 from harness.util import memory
+from harness.util.exitcodes import UsageError
 
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
@@ -63,10 +64,10 @@ class SpecRecord:
         names = {f.name for f in fields(cls)}
         unknown = set(data) - names
         if unknown:
-            raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}; "
+            raise UsageError(f"{cls.__name__} has no field(s) {sorted(unknown)}; "
                              f"its fields are {sorted(names)}")
         missing = {f.name for f in fields(cls) if f.default is MISSING
                    and f.default_factory is MISSING} - set(data)
         if missing:
-            raise ValueError(f"{cls.__name__} needs the field(s) {sorted(missing)}")
+            raise UsageError(f"{cls.__name__} needs the field(s) {sorted(missing)}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})

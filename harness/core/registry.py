@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Optional
 from harness import backends
 from harness.core import kinds
 from harness.core.kinds.table.supports import Supports
+from harness.util.exitcodes import UsageError
 
 SupportsFn = Callable[[Any], Optional[str]]
 Factory = Callable[..., Callable[[], Any]]
@@ -129,14 +130,14 @@ class Registry:
     def add(self, impl: Implementation) -> Implementation:
         old = self._impls.get(impl.name)
         if old is not None and old.origin != impl.origin:
-            raise ValueError(
+            raise UsageError(
                 f"implementation name {impl.name!r} is already registered by {old.origin}; "
                 "choose another name"
             )
         work = kinds.named(impl.kind).workload(impl.workload)   # both must exist: ValueError if not
         if impl.forms is not None and (work.forms is None or not isinstance(impl.forms, work.forms)):
             want = f"{work.forms.__name__}(...)" if work.forms is not None else "None (it has one form)"
-            raise ValueError(f"forms of {impl.name!r} must be {want} for workload {impl.workload!r}, "
+            raise UsageError(f"forms of {impl.name!r} must be {want} for workload {impl.workload!r}, "
                              f"got {impl.forms!r}")
         self._impls[impl.name] = impl
         return impl

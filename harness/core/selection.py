@@ -12,6 +12,7 @@ import fnmatch
 from typing import Iterable, Sequence
 
 from harness.core.registry import Implementation
+from harness.util.exitcodes import UsageError
 
 
 def select(impls: Iterable[Implementation], only: Sequence[str] = (),
@@ -35,7 +36,7 @@ def chosen(impls: Sequence[Implementation], only: Sequence[str] = (),
     """`select`, or a ValueError in the one wording every verb uses when --only matches none."""
     found = select(impls, only, timing)
     if only and not found:
-        raise ValueError(unmatched(only, [i.name for i in impls]))
+        raise UsageError(unmatched(only, [i.name for i in impls]))
     return found
 
 

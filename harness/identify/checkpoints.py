@@ -20,6 +20,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from harness.util.exitcodes import UsageError
+
 #: safetensors dtype names -> NumPy dtypes (BF16 handled apart: NumPy has none)
 SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
                       "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
@@ -37,18 +39,18 @@ def safetensors_arrays(path: Path) -> dict[str, tuple[np.ndarray, Optional[str]]
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) < 8:
-            raise ValueError("shorter than a safetensors header (8 bytes)")
+            raise UsageError("shorter than a safetensors header (8 bytes)")
         (length,) = struct.unpack("<Q", head)
         if length > min(MAX_HEADER, size - 8):
-            raise ValueError(f"header length {length} does not fit a {size}-byte file")
+            raise UsageError(f"header length {length} does not fit a {size}-byte file")
         try:
             header = json.loads(f.read(length))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"header is not JSON ({exc})") from None
+            raise UsageError(f"header is not JSON ({exc})") from None
     if not isinstance(header, dict):
-        raise ValueError("header is not a JSON object")
+        raise UsageError("header is not a JSON object")
     if len(header) > MAX_TENSORS + 1:        # + its __metadata__
-        raise ValueError(f"header lists {len(header) - 1:,} tensors, more than the {MAX_TENSORS:,} "
+        raise UsageError(f"header lists {len(header) - 1:,} tensors, more than the {MAX_TENSORS:,} "
                          "a checkpoint file is read with (each would be searched)")
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + length) if size > 8 + length \
         else np.zeros(0, np.uint8)
@@ -65,22 +67,22 @@ def _tensor(name: str, entry: Any, data: np.ndarray) -> np.ndarray:
     try:
         dtype, shape, (start, stop) = entry["dtype"], tuple(entry["shape"]), entry["data_offsets"]
     except (KeyError, TypeError, ValueError):
-        raise ValueError(f"tensor {name!r}: header entry lacks dtype/shape/data_offsets") from None
+        raise UsageError(f"tensor {name!r}: header entry lacks dtype/shape/data_offsets") from None
     if not 0 <= start <= stop <= data.size:
-        raise ValueError(f"tensor {name!r}: bytes {start}..{stop} lie outside the file's data "
+        raise UsageError(f"tensor {name!r}: bytes {start}..{stop} lie outside the file's data "
                          f"({data.size} bytes): truncated?")
     raw = data[start:stop]
     count = int(np.prod(shape)) if shape else 1
     if dtype == "BF16":
         if raw.size != 2 * count:
-            raise ValueError(f"tensor {name!r}: {raw.size} bytes for {count} bfloat16 values")
+            raise UsageError(f"tensor {name!r}: {raw.size} bytes for {count} bfloat16 values")
         bits = raw.view("<u2").astype(np.uint32) << 16
         return bits.view(np.float32).reshape(shape)
     if dtype not in SAFETENSORS_DTYPES:
-        raise ValueError(f"tensor {name!r}: dtype {dtype} is not supported")
+        raise UsageError(f"tensor {name!r}: dtype {dtype} is not supported")
     numpy_dtype = np.dtype(SAFETENSORS_DTYPES[dtype])
     if raw.size != numpy_dtype.itemsize * count:
-        raise ValueError(f"tensor {name!r}: {raw.size} bytes for {count} {dtype} values")
+        raise UsageError(f"tensor {name!r}: {raw.size} bytes for {count} {dtype} values")
     return raw.view(numpy_dtype).reshape(shape)
 
 
@@ -89,7 +91,7 @@ def hdf5_arrays(path: Path) -> dict[str, Any]:
     try:
         import h5py
     except ImportError:
-        raise ValueError("reading .h5 files needs h5py (installed with keras/tensorflow)") from None
+        raise UsageError("reading .h5 files needs h5py (installed with keras/tensorflow)") from None
     found: dict[str, Any] = {}
     with h5py.File(path, "r") as f:
         def visit(name: str, obj: Any) -> None:

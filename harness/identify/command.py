@@ -5,7 +5,7 @@ reported; entries that are no table (a 1-D buffer) are named with the reason, an
 stop the scan. Exit codes: 0 when a Spec reproduces a table as it is (any entry of the
 file); 1 when none does (a named permutation of a known table, a single row that cannot
 determine the Spec, or no match with the nearest candidates listed); 2 for bad input
-(cli.py prints the ValueError).
+(cli.py prints the UsageError).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from harness.identify.files import Stored, open_file
 from harness.identify.load import LoadedTable, from_array
 from harness.identify.search import Identification, identify
 from harness.util import tables
+from harness.util.exitcodes import UsageError
 
 #: Registered implementations named so reproduce a real library's convention (impls/).
 
@@ -63,7 +64,7 @@ def _report_entries(file: str, results: list[tuple[Stored, Identification | str]
     answers = [(s, r) for s, r in results if isinstance(r, Identification)]
     if not answers:
         problems = "; ".join(f"{s.name}: {r}" for s, r in results)
-        raise ValueError(f"{file} holds no table ({problems})")
+        raise UsageError(f"{file} holds no table ({problems})")
     if as_json_object:
         key, head = next((a for a in answers if a[1].matched), answers[0])
         entries = [{"key": s.name, **as_json(r, _libraries(r, impls))}

@@ -23,6 +23,7 @@ import numpy as np
 
 from harness.identify import checkpoints
 from harness.util import memory
+from harness.util.exitcodes import UsageError
 
 SUFFIXES = (".npy", ".npz", ".pt", ".pth", ".bin", ".safetensors", ".h5", ".csv")
 TORCH_SUFFIXES = (".pt", ".pth", ".bin")
@@ -46,17 +47,17 @@ def open_file(path: str | Path, key: Optional[str] = None) -> tuple[Stored, ...]
     """The arrays in `path` (only `key`'s when given), in the file's order; never empty."""
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"FILE {str(path)!r} is a directory, not a table file")
+        raise UsageError(f"FILE {str(path)!r} is a directory, not a table file")
     if not path.exists():
-        raise ValueError(f"FILE {str(path)!r} does not exist")
+        raise UsageError(f"FILE {str(path)!r} does not exist")
     if not path.is_file():
-        raise ValueError(f"FILE {str(path)!r} is not a regular file")
+        raise UsageError(f"FILE {str(path)!r} is not a regular file")
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        raise ValueError(f"FILE must end in one of {', '.join(SUFFIXES)}, got {path.name!r}")
+        raise UsageError(f"FILE must end in one of {', '.join(SUFFIXES)}, got {path.name!r}")
     if suffix in (".npy", ".csv"):
         if key is not None:
-            raise ValueError(f"--key applies to archives and checkpoints; {path.name} holds one "
+            raise UsageError(f"--key applies to archives and checkpoints; {path.name} holds one "
                              "array")
         if suffix == ".csv":
             return (Stored("", str(path), lambda: _csv(path), dtype=""),)
@@ -67,7 +68,7 @@ def open_file(path: str | Path, key: Optional[str] = None) -> tuple[Stored, ...]
         return stored
     names = [s.name for s in stored]
     if key not in names:
-        raise ValueError(f"--key must be one of {names} for {path.name}, got {key!r}")
+        raise UsageError(f"--key must be one of {names} for {path.name}, got {key!r}")
     return tuple(s for s in stored if s.name == key)
 
 
@@ -76,11 +77,11 @@ def reading(path: Path, read: Callable[[], Any]) -> Any:
     try:
         return read()
     except MemoryError:
-        raise ValueError(f"FILE {path.name!r}: out of memory while reading it") from None
+        raise UsageError(f"FILE {path.name!r}: out of memory while reading it") from None
     except Exception as exc:
         text = str(exc).strip()
         first_line = text.splitlines()[0] if text else type(exc).__name__
-        raise ValueError(f"FILE {path.name!r} is not a readable {path.suffix} table: "
+        raise UsageError(f"FILE {path.name!r} is not a readable {path.suffix} table: "
                          f"{first_line}") from None
 
 
@@ -88,7 +89,7 @@ def check_memory(path: Path, nbytes: int, what: str) -> None:
     """Refuse, naming the file, when `nbytes` plus identify's workspace exceed available memory."""
     need, available = nbytes + WORKSPACE, memory.available_bytes()
     if need > available:
-        raise ValueError(f"FILE {path.name!r}: {what} needs about {memory.human_bytes(need)} of "
+        raise UsageError(f"FILE {path.name!r}: {what} needs about {memory.human_bytes(need)} of "
                          f"memory to identify, but only {memory.human_bytes(available)} is "
                          "available")
 
@@ -103,7 +104,7 @@ def _npz(path: Path) -> tuple[Stored, ...]:
         sizes = {info.filename: info.file_size for info in archive.zip.infolist()}
         names = list(archive.files)
     if not names:
-        raise ValueError(f"{path.name} holds no arrays")
+        raise UsageError(f"{path.name} holds no arrays")
 
     def read(name: str) -> np.ndarray:
         check_memory(path, sizes.get(f"{name}.npy", 0), f"array {name!r}")
@@ -119,7 +120,7 @@ def _torch(path: Path) -> tuple[Stored, ...]:
     try:
         import torch
     except ImportError:
-        raise ValueError(f"reading {path.name} needs torch "
+        raise UsageError(f"reading {path.name} needs torch "
                          "(pip install 'pe-harness[torch]')") from None
     check_memory(path, path.stat().st_size, "the file")
 
@@ -135,14 +136,14 @@ def _torch(path: Path) -> tuple[Stored, ...]:
     found: list[Stored] = []
     _tensors(obj, "", found, torch.Tensor, str(path))
     if not found:
-        raise ValueError(f"{path.name} holds no tensor (found {type(obj).__name__})")
+        raise UsageError(f"{path.name} holds no tensor (found {type(obj).__name__})")
     return tuple(found)
 
 
 def _safetensors(path: Path) -> tuple[Stored, ...]:
     arrays = reading(path, lambda: checkpoints.safetensors_arrays(path))
     if not arrays:
-        raise ValueError(f"{path.name} holds no tensors")
+        raise UsageError(f"{path.name} holds no tensors")
     # BF16 is widened to float32 to be read; its precision is the stored dtype's
     return tuple(Stored(n, f"{path}[{n}]", lambda a=a: a, dtype=d) for n, (a, d) in arrays.items())
 
@@ -151,7 +152,7 @@ def _hdf5(path: Path) -> tuple[Stored, ...]:
     check_memory(path, path.stat().st_size, "the file")
     readers = reading(path, lambda: checkpoints.hdf5_arrays(path))
     if not readers:
-        raise ValueError(f"{path.name} holds no numeric datasets")
+        raise UsageError(f"{path.name} holds no numeric datasets")
     return tuple(Stored(n, f"{path}[{n}]", read) for n, read in readers.items())
 
 
@@ -177,7 +178,7 @@ def _csv(path: Path) -> np.ndarray:
     try:
         values = frame.apply(pd.to_numeric).to_numpy(dtype=np.float64)
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path.name}: every cell must be a number ({exc})") from None
+        raise UsageError(f"{path.name}: every cell must be a number ({exc})") from None
     first = values[:, 0] if values.size else values
     # A sinusoid never leaves [-1, 1]: a first column 0, 1, 2, ... is an index, not data.
     if values.shape[1] > 2 and len(first) > 2 and np.array_equal(first, np.arange(len(first))):

@@ -20,6 +20,7 @@ from typing import Any, Optional
 import numpy as np
 
 from harness.identify.files import open_file
+from harness.util.exitcodes import UsageError
 
 STORED_DTYPES = ("float16", "bfloat16", "float32", "float64")
 KEPT_DTYPES = (np.float16, np.float32, np.float64)
@@ -50,7 +51,7 @@ def load(path: str | Path, key: Optional[str] = None) -> LoadedTable:
             return from_array(stored.read(), source=stored.source, dtype=stored.dtype)
         except ValueError as exc:
             problems.append(str(exc))
-    raise ValueError(problems[0] if len(problems) == 1 else
+    raise UsageError(problems[0] if len(problems) == 1 else
                      f"{Path(path).name} holds no table: " + "; ".join(problems))
 
 
@@ -61,22 +62,22 @@ def from_array(raw: Any, source: str = "array", dtype: Optional[str] = None) -> 
     stored = dtype if dtype is not None else dtype_name(raw)
     arr = to_numpy(raw)
     if stored and stored not in STORED_DTYPES:
-        raise ValueError(f"table dtype must be one of {STORED_DTYPES}, got {stored} ({source})")
+        raise UsageError(f"table dtype must be one of {STORED_DTYPES}, got {stored} ({source})")
     if arr.ndim < 2:
-        raise ValueError(f"a table must be [length, d_model] (or [batch, length, d_model]), "
+        raise UsageError(f"a table must be [length, d_model] (or [batch, length, d_model]), "
                          f"got shape {arr.shape} ({source})")
     if arr.dtype not in KEPT_DTYPES:
         arr = arr.astype(np.float64)
     values, batch = _drop_batch(_squeeze(arr), source)
     if values.shape[1] < 2 or values.shape[0] < 1:
-        raise ValueError(f"a table needs length >= 1 and d_model >= 2, got shape {values.shape} "
+        raise UsageError(f"a table needs length >= 1 and d_model >= 2, got shape {values.shape} "
                          f"({source})")
     peaks = row_peaks(values)
     bad_rows = np.flatnonzero(~np.isfinite(peaks))
     if len(bad_rows):
         bad = ~np.isfinite(values[bad_rows])
         row, col = bad_rows[np.argwhere(bad)[0][0]], np.argwhere(bad)[0][1]
-        raise ValueError(f"table has {int(bad.sum())} NaN/Inf values (first at position "
+        raise UsageError(f"table has {int(bad.sum())} NaN/Inf values (first at position "
                          f"{row}, column {col}): identify needs a finite table ({source})")
     return LoadedTable(values, stored, source, batch, peaks)
 
@@ -105,9 +106,9 @@ def _drop_batch(values: np.ndarray, source: str) -> tuple[np.ndarray, int]:
     copies = values.reshape(-1, *values.shape[-2:])
     spread = max((float(np.max(np.abs(c - copies[0]))) for c in copies[1:]), default=0.0)
     if not math.isfinite(spread):
-        raise ValueError(f"table has NaN/Inf values: identify needs a finite table ({source})")
+        raise UsageError(f"table has NaN/Inf values: identify needs a finite table ({source})")
     if spread > 0.0:
-        raise ValueError(f"shape {values.shape}: the leading axes hold {len(copies)} different "
+        raise UsageError(f"shape {values.shape}: the leading axes hold {len(copies)} different "
                          f"tables (max difference {spread:.3g}); identify expects one table, "
                          f"or identical copies along a batch axis ({source})")
     return copies[0], len(copies)

@@ -34,6 +34,7 @@ from harness.identify.offset import find_offsets
 from harness.identify.structure import (Plan, describe_permutation, pair_columns, pair_residual,
                                         plan_residual, spec_plans)
 from harness.identify.track import Track, track
+from harness.util.exitcodes import UsageError
 
 NOISE_CEILING = 0.05        # a pair further off the unit circle is no pair (bfloat16 is ~0.01)
 PRECISIONS = ("float64", "float32", "float16", "bfloat16")   # by growing eps
@@ -88,7 +89,7 @@ def identify(table: LoadedTable, nearest: bool = True) -> Identification:
     values = table.values
     valid = (table.peaks if table.peaks is not None else row_peaks(values)) > 0
     if not valid.any():
-        raise ValueError(f"table is all zeros: nothing to identify ({table.source})")
+        raise UsageError(f"table is all zeros: nothing to identify ({table.source})")
     _check_spec_memory(table)
     sample = _rows(values, _sample_rows(valid))
     amplitude = find_amplitude(sample, spec_plans(values.shape[1]), eps(table.dtype or "float64"))
@@ -141,7 +142,7 @@ def _check_spec_memory(table: LoadedTable) -> None:
     try:
         Spec(length, d_model, odd="pad" if d_model % 2 else "error")
     except ValueError as exc:
-        raise ValueError(f"{table.source}: no Spec of this size can be made here: {exc}") from None
+        raise UsageError(f"{table.source}: no Spec of this size can be made here: {exc}") from None
 
 
 # -- samples and precision ----------------------------------------------------------

@@ -28,6 +28,7 @@ from harness.report.gate import machine_differences, thread_difference
 from harness.report.load import load_env, load_run, newest_run
 from harness.report.measures import DEFAULT_BASELINES, DEVICE_BASELINES
 from harness.report.pipeline import build
+from harness.util.exitcodes import UsageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     """Validate, build the report, then apply the slowdown gate if asked."""
     if args.fail_slower is not None and args.compare is None:
-        raise ValueError("--fail-slower needs --compare BASE_DIR")
+        raise UsageError("--fail-slower needs --compare BASE_DIR")
     if args.fail_slower is not None:
         check_pct(args.fail_slower)
     check_min_shared(args.min_shared)
@@ -110,6 +111,6 @@ def _same_machine(dirs: list[Path], base_dir: Path, gating: bool) -> None:
             continue
         what = f"{d} and {base_dir} were measured on different machines ({'; '.join(found)})"
         if gating:
-            raise ValueError(f"--fail-slower: {what}: a speed gate across machines judges the "
+            raise UsageError(f"--fail-slower: {what}: a speed gate across machines judges the "
                              "machines, not the code; compare runs from one machine")
         print(f"warning: {what}; their times are not comparable", file=sys.stderr)

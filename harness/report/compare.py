@@ -19,6 +19,7 @@ from harness.report import fmt, gate
 from harness.report.measures import timed
 from harness.runs.identity import FIELDS as CELL
 from harness.util import units
+from harness.util.exitcodes import UsageError
 
 
 @dataclass(frozen=True)
@@ -158,13 +159,13 @@ def require_overlap(new: pd.DataFrame, base: pd.DataFrame, what: str,
     check_min_shared(min_pct)
     found = overlap(new, base)
     if found.shared == 0:
-        raise ValueError(f"--compare: {what} share no cell (implementation, size, dtype, "
+        raise UsageError(f"--compare: {what} share no cell (implementation, size, dtype, "
                          "threads); nothing to compare")
     if found.compared == 0:
-        raise ValueError(f"--compare: {what} share {found.shared} cell(s), none timed ok in "
+        raise UsageError(f"--compare: {what} share {found.shared} cell(s), none timed ok in "
                          "the base; nothing to compare against")
     if found.coverage() < min_pct:
-        raise ValueError(f"--compare: {what} share too few cells: {found.shared} of "
+        raise UsageError(f"--compare: {what} share too few cells: {found.shared} of "
                          f"{found.new_cells} (new) and {found.base_cells} (base), "
                          f"{found.coverage():.0f}% < --min-shared {min_pct:g}%; compare runs of "
                          "the same grid, narrow both with --only, or lower --min-shared")
@@ -174,14 +175,14 @@ def require_overlap(new: pd.DataFrame, base: pd.DataFrame, what: str,
 def check_min_shared(pct: float) -> float:
     """--min-shared, or a ValueError naming the option when it is not in 0 .. 100."""
     if not 0 <= pct <= 100:
-        raise ValueError(f"--min-shared must be a percentage in 0 .. 100, got {pct:g}")
+        raise UsageError(f"--min-shared must be a percentage in 0 .. 100, got {pct:g}")
     return pct
 
 
 def check_pct(pct: float) -> float:
     """The gate's percentage, or a ValueError naming the option when it is not > 0."""
     if not pct > 0:
-        raise ValueError(f"--fail-slower must be a percentage > 0, got {pct:g}")
+        raise UsageError(f"--fail-slower must be a percentage > 0, got {pct:g}")
     return pct
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 from harness.core import kinds
 # The named conventions a bench cell is timed in; the report recommends within one of them.
 from harness.core.kinds.table.conventions import CONVENTIONS
+from harness.util.exitcodes import UsageError
 
 PAPER = "paper"
 #: The Spec fields that make two tables of one shape different tables (base and scale are
@@ -38,7 +39,7 @@ def names() -> tuple[str, ...]:
 def fields(name: str) -> dict[str, Any]:
     """The Spec fields of convention `name` (every key of FIELDS); ValueError when unknown."""
     if name not in CONVENTIONS:
-        raise ValueError(f"unknown convention {name!r}; choose one of {', '.join(CONVENTIONS)}")
+        raise UsageError(f"unknown convention {name!r}; choose one of {', '.join(CONVENTIONS)}")
     return {**FIELDS, **{k: v for k, v in CONVENTIONS[name].items() if k in FIELDS}}
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 from harness.core.selection import matches
 from harness.report import source
 from harness.runs import journal
+from harness.util.exitcodes import UsageError
 
 #: Columns without which no report can be built.
 REQUIRED = ("impl", "workload", "length", "d_model", "dtype", "threads", "median_s", "iqr_s", "status")
@@ -73,10 +74,10 @@ def load_run(path: Path | str, only: Sequence[str] = (), keep: Sequence[str] = (
     """Load and normalise a run; `only` globs filter implementations (roofs and `keep` stay)."""
     path = Path(path)
     if not path.is_dir():
-        raise ValueError(f"run directory {path} does not exist" if not path.exists()
+        raise UsageError(f"run directory {path} does not exist" if not path.exists()
                          else f"{path} is not a directory (a run directory holds bench.csv)")
     if not any((path / name).is_file() for name in (source.BENCH_CSV, source.JOURNAL)):
-        raise ValueError(f"{path} has no bench.csv: not a run directory written by `harness bench`")
+        raise UsageError(f"{path} has no bench.csv: not a run directory written by `harness bench`")
     env = load_env(path)
     rows = source.bench_rows(path, str(env.get("run_id") or path.name), str(env.get("machine") or ""))
     bench = _normalise_bench(rows.frame, rows.source)
@@ -108,10 +109,10 @@ def newest_run(root: Path | str) -> Path:
     """The run directory under `root` whose bench.csv or journal was written last."""
     root = Path(root)
     if not root.is_dir():
-        raise ValueError(f"results directory {root} does not exist")
+        raise UsageError(f"results directory {root} does not exist")
     written = [p for name in (source.BENCH_CSV, source.JOURNAL) for p in root.glob(f"*/{name}")]
     if not written:
-        raise ValueError(f"no run directory (a folder with bench.csv) under {root}")
+        raise UsageError(f"no run directory (a folder with bench.csv) under {root}")
     return max(written, key=lambda p: p.stat().st_mtime).parent
 
 
@@ -119,22 +120,22 @@ def _read_csv(path: Path) -> pd.DataFrame:
     try:
         return pd.read_csv(path, keep_default_na=False, na_values=[""])
     except UnicodeDecodeError:
-        raise ValueError(f"{path} is not a text CSV (binary data)") from None
+        raise UsageError(f"{path} is not a text CSV (binary data)") from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        raise ValueError(f"{path} is not a readable CSV: {str(exc).strip()}") from None
+        raise UsageError(f"{path} is not a readable CSV: {str(exc).strip()}") from None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+        raise UsageError(f"{path} is not valid JSON: {exc}") from None
 
 
 def _normalise_bench(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
-        raise ValueError(f"{origin} lacks column(s) {', '.join(missing)}")
+        raise UsageError(f"{origin} lacks column(s) {', '.join(missing)}")
     frame = frame.copy()
     for column, default in OPTIONAL.items():
         if column not in frame.columns:
@@ -156,7 +157,7 @@ def _normalise_bench(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
 def _normalise_verify(frame: pd.DataFrame, origin: Path) -> pd.DataFrame:
     missing = [c for c in ("impl", "dtype", "max_abs_err", "status") if c not in frame.columns]
     if missing:
-        raise ValueError(f"{origin} lacks column(s) {', '.join(missing)}")
+        raise UsageError(f"{origin} lacks column(s) {', '.join(missing)}")
     frame = frame.copy()
     frame["kind"] = frame["kind"].fillna("table") if "kind" in frame else "table"
     frame["max_abs_err"] = pd.to_numeric(frame["max_abs_err"], errors="coerce")

@@ -21,6 +21,7 @@ from harness.report.measures import DEFAULT_BASELINES, SEED_000, baselines, dtyp
 from harness.report.recommend import Recommendation, recommend
 from harness.runs.results import ANSWER
 from harness.util import io
+from harness.util.exitcodes import UsageError
 
 
 def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
@@ -40,7 +41,7 @@ def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     Returns the path of report.md; nothing is written when any input is refused.
     """
     if not run_dirs:
-        raise ValueError("no run directory given")
+        raise UsageError("no run directory given")
     convention.fields(convention_name)           # an unknown name is refused before any work
     keep = {*DEFAULT_BASELINES.values(), baseline, SEED_000}
     runs = [load_run(d, only, keep) for d in run_dirs]
@@ -52,7 +53,7 @@ def build(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
         out = Path(out_dir) if out_dir is not None else runs[0].path
         text = _single(runs[0], out, baseline, base, convention_name)
     elif out_dir is None:
-        raise ValueError("a report over several run directories needs an output directory (--out)")
+        raise UsageError("a report over several run directories needs an output directory (--out)")
     else:
         out = Path(out_dir)
         text = _several(runs, out, baseline, base, convention_name)

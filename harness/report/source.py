@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from harness.runs import journal, results
+from harness.util.exitcodes import UsageError
 
 BENCH_CSV = results.FILENAME
 JOURNAL = journal.FILENAME
@@ -50,7 +51,7 @@ def bench_rows(run_dir: Path, run_id: str, machine: str) -> Rows:
     logged = journal.read_all(journal_path)
     if not logged:
         if csv is None:
-            raise ValueError(f"{csv_path}: {problem}, and no journal ({JOURNAL}) with rows to "
+            raise UsageError(f"{csv_path}: {problem}, and no journal ({JOURNAL}) with rows to "
                              "rebuild it from; report.md left as it was")
         return Rows(csv, csv_path)
     rebuilt = _from_journal(logged, run_id, machine, journal_path)
@@ -59,7 +60,7 @@ def bench_rows(run_dir: Path, run_id: str, machine: str) -> Rows:
     else:
         extra = _unknown_to_journal(csv, rebuilt)
         if extra:   # bench.csv knows cells the journal does not: neither can be trusted blindly
-            raise ValueError(f"{csv_path} has {_cells(len(extra))} that {journal_path} lacks "
+            raise UsageError(f"{csv_path} has {_cells(len(extra))} that {journal_path} lacks "
                              f"(e.g. {sorted(extra)[0]}); move away the one you do not trust")
         why = _staleness(csv, rebuilt)
         if why is None:
@@ -109,7 +110,7 @@ def _from_journal(logged: list[dict[str, Any]], run_id: str, machine: str,
     frame = results.tidy([{**defaults, **row} for row in logged], run_id, machine)
     broken = _incomplete(frame)
     if broken:
-        raise ValueError(f"{path}: row(s) {broken} lack {'/'.join(IDENTITY)}: not a journal "
+        raise UsageError(f"{path}: row(s) {broken} lack {'/'.join(IDENTITY)}: not a journal "
                          "written by `harness bench`")
     return frame
 

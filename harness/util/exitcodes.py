@@ -18,3 +18,10 @@ USAGE = 2
 HARNESS = 3
 #: interrupted (Ctrl-C); what had finished is on disk
 INTERRUPTED = 130
+
+
+class UsageError(ValueError):
+    """Bad input from the user (a spec field, an option, a file, a config, a plugin's
+    declaration): the CLI prints its one line and exits USAGE. A ValueError still, so code
+    that catches ValueError for bad input keeps working; any other exception reaching the
+    CLI is a harness bug, exit HARNESS with its traceback."""

@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 
+from harness.util.exitcodes import UsageError
+
 #: Tables below this always fit: skip reading /proc/meminfo for the many small Specs.
 CHECK_ABOVE = 64 << 20
 #: Bytes per page: first_touch writes one element per page (huge pages are 512 of them).
@@ -39,7 +41,7 @@ def check_fits(nbytes: int, what: str) -> None:
     """Raise ValueError when `nbytes` exceed the memory available now."""
     available = available_bytes()
     if nbytes > available:
-        raise ValueError(
+        raise UsageError(
             f"{what} needs {human_bytes(nbytes)}, but only {human_bytes(available)} "
             "of memory is available: reduce length or d_model"
         )

@@ -17,10 +17,12 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from harness.util.exitcodes import UsageError
+
 FILENAME = ".run.lock"
 
 
-class RunLocked(ValueError):
+class RunLocked(UsageError):
     """Another live process writes to this run directory (a usage error, exit code 2)."""
 
 

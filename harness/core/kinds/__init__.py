@@ -24,6 +24,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from harness.util.exitcodes import UsageError
+
 #: (spec, batch, heads) -> the NumPy arguments a workload's factory gets after the spec
 Inputs = Callable[[Any, int, int], tuple]
 #: (spec, batch, heads) -> the shape of the result (a tuple result's parts stacked first)
@@ -153,7 +155,7 @@ class Kind:
         for work in self.workloads:
             if work.name == name:
                 return work
-        raise ValueError(f"workload must be one of {self.workload_names} for kind {self.name!r}, "
+        raise UsageError(f"workload must be one of {self.workload_names} for kind {self.name!r}, "
                          f"got {name!r}")
 
 
@@ -164,11 +166,11 @@ def add(kind: Kind) -> Kind:
     """Register a kind (a name already taken must be the same kind; workload names are unique)."""
     old = KINDS.get(kind.name)
     if old is not None and old != kind:
-        raise ValueError(f"kind {kind.name!r} is already defined")
+        raise UsageError(f"kind {kind.name!r} is already defined")
     for other in KINDS.values():
         shared = set(other.workload_names) & set(kind.workload_names)
         if other.name != kind.name and shared:
-            raise ValueError(f"workload names {sorted(shared)} of kind {kind.name!r} are taken "
+            raise UsageError(f"workload names {sorted(shared)} of kind {kind.name!r} are taken "
                              f"by kind {other.name!r}")
     KINDS[kind.name] = kind
     return kind
@@ -178,7 +180,7 @@ def named(name: str) -> Kind:
     try:
         return KINDS[name]
     except KeyError:
-        raise ValueError(f"kind must be one of {sorted(KINDS)}, got {name!r}") from None
+        raise UsageError(f"kind must be one of {sorted(KINDS)}, got {name!r}") from None
 
 
 def of(spec: Any) -> Kind:
@@ -195,7 +197,7 @@ def of_workload(workload: str) -> Kind:
     for kind in KINDS.values():
         if workload in kind.workload_names:
             return kind
-    raise ValueError(f"workload must be one of {all_workloads()}, got {workload!r}")
+    raise UsageError(f"workload must be one of {all_workloads()}, got {workload!r}")
 
 
 def workload(name: str) -> Workload:
@@ -237,12 +239,12 @@ def spec_from_dict(data: Mapping[str, Any]) -> Any:
     else:
         fitting = [k for k in KINDS.values() if set(fields) <= _field_names(k.spec_type)]
         if not fitting:
-            raise ValueError(f"no kind's spec has the fields {sorted(fields)}; add \"kind\" "
+            raise UsageError(f"no kind's spec has the fields {sorted(fields)}; add \"kind\" "
                              f"(one of {sorted(KINDS)})")
         kind = fitting[0]
     unknown = set(fields) - _field_names(kind.spec_type)
     if unknown:
-        raise ValueError(f"{kind.spec_type.__name__} has no field(s) {sorted(unknown)}; "
+        raise UsageError(f"{kind.spec_type.__name__} has no field(s) {sorted(unknown)}; "
                          f"its fields are {sorted(_field_names(kind.spec_type))}")
     from_dict = getattr(kind.spec_type, "from_dict", None)
     return from_dict(fields) if from_dict is not None else kind.spec_type(**fields)
@@ -279,7 +281,7 @@ def _register_named_kinds() -> None:
         try:
             importlib.import_module(target)
         except Exception as exc:
-            raise ValueError(f"${KINDS_ENV} names {target!r}, which failed to import: "
+            raise UsageError(f"${KINDS_ENV} names {target!r}, which failed to import: "
                              f"{type(exc).__name__}: {exc}") from exc
 
 

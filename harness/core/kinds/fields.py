@@ -14,6 +14,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
+from harness.util.exitcodes import UsageError
+
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 #: Positions must be exact integers in float64, the reference precision.
 MAX_POSITION = 2**53
@@ -52,7 +54,7 @@ class Rule:
             return None
         if not self.test(value):
             either = "None or " if self.optional and self.says_none else ""
-            raise ValueError(f"{name} must be {either}{self.text}, got {value!r}")
+            raise UsageError(f"{name} must be {either}{self.text}, got {value!r}")
         return self.convert(value)
 
     def or_none(self, says_none: bool = True) -> "Rule":

@@ -2,7 +2,7 @@
 
 Exit codes: 0 when every positional tensor matches what the config implies or is learned;
 1 when one differs (a stale inv_freq base, a table in another convention, a grid never
-initialised); 2 for bad input (cli.py prints the ValueError).
+initialised); 2 for bad input (cli.py prints the UsageError).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from harness.core.kinds.grid import CONVENTIONS as GRID_CONVENTIONS
 from harness.core.kinds.grid import GridSpec
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.kinds.table.spec import Spec
+from harness.util.exitcodes import UsageError
 
 POSITIONAL = re.compile(r"(^|\.)(embed_positions|position_embeddings?|positional_embeddings?|"
                         r"pos_embed(dings?)?|decoder_pos_embed|pos_emb|wpe)(\.weights?)?$")
@@ -155,7 +156,7 @@ def _pair(value: Any, name: str = "patch_size") -> tuple[int, int]:
     pair = (value, value) if isinstance(value, int) else value
     if (not isinstance(pair, (list, tuple)) or len(pair) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in pair)):
-        raise ValueError(f"config field {name} must be a whole number >= 1 or a pair of them, "
+        raise UsageError(f"config field {name} must be a whole number >= 1 or a pair of them, "
                          f"got {value!r}")
     return (pair[0], pair[1])
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.identify.files import Stored, open_file
+from harness.util.exitcodes import UsageError
 
 #: (index file, single file, shard pattern), in the order transformers prefers them.
 LAYOUTS = (("model.safetensors.index.json", "model.safetensors", "*.safetensors"),
@@ -34,9 +35,9 @@ def open_folder(path: str | Path) -> ModelFolder:
     """The folder's config and tensors; a ValueError naming what is missing or unreadable."""
     path = Path(path)
     if not path.exists():
-        raise ValueError(f"DIR {str(path)!r} does not exist")
+        raise UsageError(f"DIR {str(path)!r} does not exist")
     if not path.is_dir():
-        raise ValueError(f"DIR {str(path)!r} is not a folder: check-model reads a model folder "
+        raise UsageError(f"DIR {str(path)!r} is not a folder: check-model reads a model folder "
                          "(config.json and its weights)")
     config = read_config(path)
     files = weight_files(path)
@@ -46,14 +47,14 @@ def open_folder(path: str | Path) -> ModelFolder:
 def read_config(folder: Path) -> dict[str, Any]:
     file = folder / "config.json"
     if not file.is_file():
-        raise ValueError(f"{folder} has no config.json: check-model compares the tensors with "
+        raise UsageError(f"{folder} has no config.json: check-model compares the tensors with "
                          "what the model's config implies")
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{file} is not JSON ({exc})") from None
+        raise UsageError(f"{file} is not JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{file} must hold a JSON object, got {type(data).__name__}")
+        raise UsageError(f"{file} must hold a JSON object, got {type(data).__name__}")
     return data
 
 
@@ -67,7 +68,7 @@ def weight_files(folder: Path) -> tuple[Path, ...]:
         shards = sorted(p for p in folder.glob(pattern) if p.is_file())
         if shards:
             return tuple(shards)
-    raise ValueError(f"{folder} holds no weights: expected model.safetensors, sharded "
+    raise UsageError(f"{folder} holds no weights: expected model.safetensors, sharded "
                      "*.safetensors, or pytorch_model.bin")
 
 
@@ -76,9 +77,9 @@ def _indexed(folder: Path, index: Path) -> tuple[Path, ...]:
         weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
         names = sorted(set(weight_map.values()))
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError):
-        raise ValueError(f"{index} is no shard index (a JSON object with a weight_map of "
+        raise UsageError(f"{index} is no shard index (a JSON object with a weight_map of "
                          "tensor -> file)") from None
     missing = [n for n in names if not (folder / n).is_file()]
     if missing:
-        raise ValueError(f"{index.name} names shard(s) {missing} that {folder} does not hold")
+        raise UsageError(f"{index.name} names shard(s) {missing} that {folder} does not hold")
     return tuple(folder / n for n in names)

@@ -16,13 +16,14 @@ from typing import Sequence
 
 from harness.identify.readers.answer import Answer, as_json, as_text
 from harness.identify.readers.dispatch import KINDS, Route, identify_family, route
+from harness.util.exitcodes import UsageError
 
 
 def report(file: str, answers: Sequence[tuple[str, Answer]], as_json_object: bool) -> int:
     """Print every answer (the JSON object is the first match's, with every entry under
     `entries` when there are several); exit code 0 when any matched, else 1."""
     if not answers:
-        raise ValueError(f"{file} holds no table of the kind asked for")
+        raise UsageError(f"{file} holds no table of the kind asked for")
     if as_json_object:
         key, head = next(((k, a) for k, a in answers if a.matched), answers[0])
         out = {"key": key, **as_json(head)}

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from harness.identify.files import Stored
+from harness.util.exitcodes import UsageError
 
 COS = re.compile(r"(^|[._/])_?cos(_cached|_cache)?$")
 SIN = re.compile(r"(^|[._/])_?sin(_cached|_cache)?$")
@@ -29,7 +30,7 @@ def read(entry: Stored, raw: Any = None) -> tuple[np.ndarray, str]:
     if dtype not in ("float16", "bfloat16", "float32", "float64"):
         dtype = "float64" if dtype in ("", "float64") or values.dtype == np.float64 else "float32"
     if not np.all(np.isfinite(values)):
-        raise ValueError(f"{entry.source} has NaN/Inf values: identify needs finite values")
+        raise UsageError(f"{entry.source} has NaN/Inf values: identify needs finite values")
     return values, dtype
 
 
@@ -38,6 +39,6 @@ def matrix(values: np.ndarray, source: str, what: str) -> np.ndarray:
     while values.ndim > 2 and values.shape[0] == 1:
         values = values[0]
     if values.ndim != 2:
-        raise ValueError(f"{what} must be [length, width] (with any leading axes of size 1), got "
+        raise UsageError(f"{what} must be [length, width] (with any leading axes of size 1), got "
                          f"shape {values.shape} ({source})")
     return values

@@ -21,6 +21,7 @@ from harness.identify.readers import grid, rotary, timestep
 from harness.identify.readers.answer import Answer
 from harness.identify.readers.arrays import (COS, EMB, FUNCTION, INV_FREQ, POS_EMBED, SIN, TIMESTEPS,
                                              matrix, read)
+from harness.util.exitcodes import UsageError
 
 #: The kind identify's own 1-D search reads (harness/identify/search.py); the readers here read
 #: the others. A string comparison on purpose: the 1-D search predates the readers and keeps
@@ -59,11 +60,11 @@ def identify_family(stored: Sequence[Stored], kind: str = "auto",
     """(entry name, answer) for every table of a kind other than the 1-D table; None when the
     file is (or --kind says it is) a 1-D table."""
     if kind not in KINDS:
-        raise ValueError(f"--kind must be one of {KINDS}, got {kind!r}")
+        raise UsageError(f"--kind must be one of {KINDS}, got {kind!r}")
     if kind == ONE_D:
         return None
     if kind != "auto" and kind not in READERS:
-        raise ValueError(f"--kind {kind}: identify has no reader for that kind (it reads "
+        raise UsageError(f"--kind {kind}: identify has no reader for that kind (it reads "
                          f"{', '.join([ONE_D, *READERS])})")
     names = {s.name: s for s in stored}
     for name, reader in READERS.items():         # in order: the grid reader takes what is left
@@ -80,7 +81,7 @@ def _rotary(names: dict[str, Stored], forced: bool) -> list[tuple[str, Answer]]:
         if COS.search(name):
             out.append((name, _pair(name, entry, names)))
         elif SIN.search(name) and _partner(name, "cos") not in names:
-            raise ValueError(f"{entry.source} holds {name!r} but no {_partner(name, 'cos')!r}: a "
+            raise UsageError(f"{entry.source} holds {name!r} but no {_partner(name, 'cos')!r}: a "
                              "rotary cache needs both cos and sin, of the same shape")
         elif INV_FREQ.search(name):
             values, dtype = read(entry)
@@ -96,7 +97,7 @@ def _rotary(names: dict[str, Stored], forced: bool) -> list[tuple[str, Answer]]:
             return [(entry.name, rotary.from_inv_freq(values, entry.source, dtype))]
         if values.ndim == 3 and values.shape[0] == 2:
             return [(entry.name, rotary.from_pair(values[0], values[1], entry.source, dtype))]
-    raise ValueError("--kind rotary needs arrays named cos and sin (or cos_cached / sin_cached), "
+    raise UsageError("--kind rotary needs arrays named cos and sin (or cos_cached / sin_cached), "
                      "an inv_freq vector, or one array: a vector, or cos and sin stacked [2, L, D]; "
                      f"found {sorted(names)}")
 
@@ -109,12 +110,12 @@ def _partner(name: str, function: str) -> str:
 def _pair(name: str, entry: Stored, names: dict[str, Stored]) -> Answer:
     sin_name = _partner(name, "sin")
     if sin_name not in names:
-        raise ValueError(f"{entry.source} holds {name!r} but no {sin_name!r}: a rotary cache "
+        raise UsageError(f"{entry.source} holds {name!r} but no {sin_name!r}: a rotary cache "
                          "needs both cos and sin, of the same shape")
     cos, dtype = read(entry)
     sin, _ = read(names[sin_name])
     if cos.shape != sin.shape:
-        raise ValueError(f"{name!r} has shape {cos.shape} but {sin_name!r} has {sin.shape}: a "
+        raise UsageError(f"{name!r} has shape {cos.shape} but {sin_name!r} has {sin.shape}: a "
                          f"rotary cache's cos and sin have the same shape ({entry.source})")
     cos = matrix(cos, entry.source, name)
     sin = matrix(sin, names[sin_name].source, sin_name)
@@ -126,7 +127,7 @@ def _timestep(names: dict[str, Stored], given: Optional[str],
     steps = [s for n, s in names.items() if TIMESTEPS.search(n)]
     if not steps and given is None:
         if forced:
-            raise ValueError("--kind timestep needs the timesteps: an array named 'timesteps' in "
+            raise UsageError("--kind timestep needs the timesteps: an array named 'timesteps' in "
                              "the file, or --timesteps FILE_OR_LIST")
         return []
     t = timesteps_from(given) if given is not None else read(steps[0])[0].reshape(-1)
@@ -134,7 +135,7 @@ def _timestep(names: dict[str, Stored], given: Optional[str],
     if not tables:
         tables = [s for s in names.values() if s not in steps]
     if len(tables) != 1:
-        raise ValueError("a timestep embedding file needs one embedding beside its timesteps "
+        raise UsageError("a timestep embedding file needs one embedding beside its timesteps "
                          "(named 'emb' or 'embedding' when there are several arrays); found "
                          f"{sorted(names)}")
     entry = tables[0]
@@ -163,11 +164,11 @@ def timesteps_from(text: str) -> np.ndarray:
     if Path(text).suffix and Path(text).exists():
         stored = open_file(text)
         if len(stored) != 1:
-            raise ValueError(f"--timesteps file {text!r} must hold one array, it holds "
+            raise UsageError(f"--timesteps file {text!r} must hold one array, it holds "
                              f"{[s.name for s in stored]}")
         return read(stored[0])[0].reshape(-1)
     try:
         return np.array([float(x) for x in text.split(",") if x.strip()])
     except ValueError:
-        raise ValueError(f"--timesteps must be a file of timesteps or numbers separated by "
+        raise UsageError(f"--timesteps must be a file of timesteps or numbers separated by "
                          f"commas (0,250,500), got {text!r}") from None

@@ -19,6 +19,7 @@ from harness.core import kinds
 from harness.identify.readers.answer import Answer, check, decide
 from harness.identify.readers.arrays import POS_EMBED, matrix, read
 from harness.identify.files import Stored
+from harness.util.exitcodes import UsageError
 
 #: Grids tried per table, and the largest table an unnamed array is tried as a grid at.
 MAX_GRIDS = 6
@@ -37,7 +38,7 @@ def search(stored: Sequence[Stored], forced: bool) -> Optional[list[tuple[str, A
         kinds.named("grid")
     except ValueError:
         if forced:
-            raise ValueError("--kind grid: the grid kind is not available in this harness") from None
+            raise UsageError("--kind grid: the grid kind is not available in this harness") from None
         return None
     named = [s for s in stored if POS_EMBED.search(s.name)]
     if named or forced or len(stored) == 1:
@@ -82,7 +83,7 @@ def from_table(table: np.ndarray, source: str, dtype: str) -> Answer:
     extra = _extra(table)
     cells = rows - extra
     if cells < 2:
-        raise ValueError(f"a grid table needs two or more non-zero rows after its leading zero "
+        raise UsageError(f"a grid table needs two or more non-zero rows after its leading zero "
                          f"rows, got {cells} of {rows} ({source})")
     notes = [f"{extra} leading zero row(s): extra (cls / register) tokens"] if extra else []
     nearest: list = []

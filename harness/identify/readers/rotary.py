@@ -22,6 +22,7 @@ from harness.core.kinds.table.tolerance import C_FREQ, C_VALUE, eps
 from harness.identify.readers.answer import C_SCALED, Answer, check, check_inv_freq, decide
 from harness.identify.readers.rope_laws import readings
 from harness.identify.offset import find_offsets
+from harness.util.exitcodes import UsageError
 
 #: Rows whose angles measure the frequencies (more only sharpen what the check confirms).
 MEASURE_ROWS = 8192
@@ -63,15 +64,15 @@ def from_inv_freq(omega: np.ndarray, source: str, dtype: str) -> Answer:
 def check_vector(omega: np.ndarray, source: str) -> None:
     """A vector that cannot be inverse frequencies is bad input, said with what was expected."""
     if omega.ndim != 1 or not len(omega):
-        raise ValueError(f"inv_freq must be a vector [rotary_dim / 2], got shape {omega.shape} "
+        raise UsageError(f"inv_freq must be a vector [rotary_dim / 2], got shape {omega.shape} "
                          f"({source})")
     if not np.all(np.isfinite(omega)) or np.any(omega <= 0) or np.any(omega > math.pi):
-        raise ValueError(f"inv_freq must hold finite frequencies in (0, pi] (radians per "
+        raise UsageError(f"inv_freq must hold finite frequencies in (0, pi] (radians per "
                          f"position), got values from {omega.min():.3g} to {omega.max():.3g} "
                          f"({source}): not a rotary inv_freq")
     if np.any(np.diff(omega) > 0):
         first = int(np.flatnonzero(np.diff(omega) > 0)[0])
-        raise ValueError(f"inv_freq must not increase with k (every rope_type's frequencies fall "
+        raise UsageError(f"inv_freq must not increase with k (every rope_type's frequencies fall "
                          f"from k = 0), but [{first + 1}] > [{first}] ({source}): not a rotary "
                          "inv_freq")
 
@@ -81,10 +82,10 @@ def from_pair(cos: np.ndarray, sin: np.ndarray, source: str, dtype: str) -> Answ
     length, width = cos.shape
     shape = (2, length, width)
     if width % 2:
-        raise ValueError(f"a rotary cache has an even width (cos/sin pairs), got {width} columns "
+        raise UsageError(f"a rotary cache has an even width (cos/sin pairs), got {width} columns "
                          f"({source})")
     if length < 2:
-        raise ValueError(f"a rotary cache of one position cannot tell its frequencies; identify "
+        raise UsageError(f"a rotary cache of one position cannot tell its frequencies; identify "
                          f"needs two or more rows ({source})")
     radius = np.hypot(cos, sin)
     amplitude = float(np.median(radius))

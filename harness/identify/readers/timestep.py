@@ -18,6 +18,7 @@ import numpy as np
 from harness.core.kinds.timestep import TimestepSpec
 from harness.identify.readers.answer import Answer, check, decide
 from harness.identify.law import nice_values, significant_digits
+from harness.util.exitcodes import UsageError
 
 COMMON_PERIODS = (10000.0, 1000.0, 100000.0)
 COMMON_SHIFTS = (0.0, 1.0)
@@ -31,12 +32,12 @@ def from_embedding(emb: np.ndarray, timesteps: np.ndarray, source: str, dtype: s
     count, dim = emb.shape
     t = np.asarray(timesteps, dtype=np.float64).reshape(-1)
     if len(t) != count:
-        raise ValueError(f"timesteps must have one entry per embedding row: {len(t)} timesteps "
+        raise UsageError(f"timesteps must have one entry per embedding row: {len(t)} timesteps "
                          f"for {count} rows ({source})")
     if dim < 2:
-        raise ValueError(f"a timestep embedding has at least 2 columns, got {dim} ({source})")
+        raise UsageError(f"a timestep embedding has at least 2 columns, got {dim} ({source})")
     if not np.all(np.isfinite(t)) or np.any(t < 0):
-        raise ValueError(f"timesteps must be finite numbers >= 0 ({source})")
+        raise UsageError(f"timesteps must be finite numbers >= 0 ({source})")
     notes = []
     if len(set(t.tolist())) == 1:
         notes.append("one distinct timestep cannot tell max_period, freq_shift and scale apart: "

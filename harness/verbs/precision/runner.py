@@ -23,6 +23,7 @@ import pandas as pd
 
 from harness.core.isolate import ROOT, HarnessFailure, describe_exit, resolve
 from harness.core.kinds.table.tolerance import eps
+from harness.util.exitcodes import UsageError
 from harness.verbs.precision import plots, sections, verdicts
 from harness.verbs.precision.common import Point, single_thread
 from harness.verbs.precision.studies import KINDS, STUDIES, of_kind
@@ -78,7 +79,7 @@ def measure(kinds: Sequence[str], quick: bool = False,
     kind only. An exception a study raises is the harness's own bug and propagates."""
     unknown = set(kinds) - set(KINDS)
     if unknown:
-        raise ValueError(f"kinds must be among {KINDS}, got {sorted(unknown)}")
+        raise UsageError(f"kinds must be among {KINDS}, got {sorted(unknown)}")
     if in_process:
         return [p for kind in kinds for p in measure_kind(kind, quick)], {}
     points, failures = [], {}

@@ -22,6 +22,7 @@ from typing import Any, Optional
 from harness.core.kinds.fields import (DTYPE, FLAG, MAX_ANGLE, Rule, check_fields, integer, is_finite,
                                        is_int, number, one_of)
 from harness.core.record import SpecRecord
+from harness.util.exitcodes import UsageError
 
 #: How an axis's sin/cos columns are placed: per axis sin block | cos block (MAE, diffusers),
 #: per axis sin cos pairs (DETR), or every axis's sin block then every axis's cos (timm).
@@ -47,9 +48,9 @@ RULES: dict[str, Rule] = {
 
 def _int_tuple(name: str, value: Any, ndim: Optional[int], minimum: int) -> tuple[int, ...]:
     if not isinstance(value, (tuple, list)) or not all(is_int(v) and v >= minimum for v in value):
-        raise ValueError(f"{name} must be a tuple of integers >= {minimum}, got {value!r}")
+        raise UsageError(f"{name} must be a tuple of integers >= {minimum}, got {value!r}")
     if ndim is not None and len(value) != ndim:
-        raise ValueError(f"{name} must have one entry per grid axis ({ndim}), got {value!r}")
+        raise UsageError(f"{name} must have one entry per grid axis ({ndim}), got {value!r}")
     return tuple(int(v) for v in value)
 
 
@@ -99,14 +100,14 @@ class GridSpec(SpecRecord):
 
     def __post_init__(self) -> None:
         if not isinstance(self.grid, (tuple, list)) or len(self.grid) not in NDIMS:
-            raise ValueError(f"grid must be a tuple of {' or '.join(map(str, NDIMS))} axis sizes "
+            raise UsageError(f"grid must be a tuple of {' or '.join(map(str, NDIMS))} axis sizes "
                              f"((H, W) or (T, H, W)), got {self.grid!r}")
         self._set("grid", _int_tuple("grid", self.grid, None, 1))
         check_fields(self, RULES)
         self._check_channels()
         self._check_coordinates()
         if self.max_angle > MAX_ANGLE:
-            raise ValueError(f"the largest angle, {self.max_angle:.3g} rad, must be <= 2**53 (where "
+            raise UsageError(f"the largest angle, {self.max_angle:.3g} rad, must be <= 2**53 (where "
                              "float64 angles lose their fraction): use a base > 1 or smaller positions")
         self.check_memory(f"a {self.rows} x {self.d_model} table")
 
@@ -120,17 +121,17 @@ class GridSpec(SpecRecord):
         shares = tuple(s // divisor for s in shares)
         unit = split_unit(shares)
         if self.d_model % unit:
-            raise ValueError(f"d_model must be a multiple of {unit} to split as {shares} into even "
+            raise UsageError(f"d_model must be a multiple of {unit} to split as {shares} into even "
                              f"per-axis widths (sin/cos pairs), got {self.d_model}")
         self._set("split", shares)
         order = tuple(range(ndim)) if self.axis_order is None else self.axis_order
         order = _int_tuple("axis_order", order, ndim, 0)
         if sorted(order) != list(range(ndim)):
-            raise ValueError(f"axis_order must be a permutation of {tuple(range(ndim))}, got {order}")
+            raise UsageError(f"axis_order must be a permutation of {tuple(range(ndim))}, got {order}")
         self._set("axis_order", order)
         narrowest = min(self.widths) / 2
         if not is_finite(self.freq_shift) or self.freq_shift >= narrowest:
-            raise ValueError(f"freq_shift must be a finite number < {narrowest:g} (half the narrowest "
+            raise UsageError(f"freq_shift must be a finite number < {narrowest:g} (half the narrowest "
                              f"axis width, so every denominator is > 0), got {self.freq_shift!r}")
         self._set("freq_shift", float(self.freq_shift))
 
@@ -140,7 +141,7 @@ class GridSpec(SpecRecord):
         scales = (1.0,) * ndim if scales is None else (scales,) * ndim if is_finite(scales) else scales
         if (not isinstance(scales, (tuple, list)) or len(scales) != ndim
                 or not all(is_finite(s) and s > 0 for s in scales)):
-            raise ValueError(f"interpolation_scale must be a number > 0 or one per grid axis ({ndim}), "
+            raise UsageError(f"interpolation_scale must be a number > 0 or one per grid axis ({ndim}), "
                              f"got {self.interpolation_scale!r}")
         self._set("interpolation_scale", tuple(float(s) for s in scales))
         if self.coords == "index":
@@ -150,7 +151,7 @@ class GridSpec(SpecRecord):
             unread = [f"base_size={self.base_size!r}"] if self.base_size is not None else []
             unread += [f"interpolation_scale={scales!r}"] if any(s != 1.0 for s in scales) else []
         if unread:
-            raise ValueError(f"coords={self.coords!r} does not read {', '.join(unread)}: leave it at "
+            raise UsageError(f"coords={self.coords!r} does not read {', '.join(unread)}: leave it at "
                              "its default")
 
     # -- derived quantities (the oracle reads none of them) ------------------------------------

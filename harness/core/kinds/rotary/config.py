@@ -16,6 +16,7 @@ import math
 from typing import Any, Mapping, Optional
 
 from harness.core.kinds.rotary.rope_types import REQUIRES, ROPE_TYPES, USES
+from harness.util.exitcodes import UsageError
 
 #: transformers' attribute_map aliases (GPT-J, GPT-2 style configs) -> the standard names.
 _ALIASES = {"n_embd": "hidden_size", "n_head": "num_attention_heads",
@@ -33,7 +34,7 @@ def _as_dict(config: Any) -> dict[str, Any]:
     elif hasattr(config, "to_dict"):
         data = config.to_dict()
     else:
-        raise ValueError(f"config must be a dict or a transformers config, got {type(config).__name__}")
+        raise UsageError(f"config must be a dict or a transformers config, got {type(config).__name__}")
     for alias, name in _ALIASES.items():
         if alias in data and data.get(name) is None:
             data[name] = data[alias]
@@ -43,9 +44,9 @@ def _as_dict(config: Any) -> dict[str, Any]:
 def _rope_parameters(data: dict[str, Any]) -> dict[str, Any]:
     params = data.get("rope_parameters") or data.get("rope_scaling") or {}
     if not isinstance(params, Mapping):
-        raise ValueError(f"rope_parameters / rope_scaling must be a dict, got {params!r}")
+        raise UsageError(f"rope_parameters / rope_scaling must be a dict, got {params!r}")
     if params and all(isinstance(v, Mapping) or v is None for v in params.values()):
-        raise ValueError(f"rope_parameters is given per layer type ({sorted(params)}): pass a config "
+        raise UsageError(f"rope_parameters is given per layer type ({sorted(params)}): pass a config "
                          "whose rope_parameters is one of them")
     return dict(params)
 
@@ -53,7 +54,7 @@ def _rope_parameters(data: dict[str, Any]) -> dict[str, Any]:
 def _count(name: str, value: Any) -> int:
     """A config's positive whole number, or a ValueError naming the field."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"config field {name} must be a whole number >= 1, got {value!r}")
+        raise UsageError(f"config field {name} must be a whole number >= 1, got {value!r}")
     return value
 
 
@@ -62,7 +63,7 @@ def _number(name: str, value: Any, low: float = 0.0, high: float = math.inf) -> 
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high \
             or not math.isfinite(value):
         within = f"in ({low:g}, {high:g}]" if math.isfinite(high) else f"> {low:g}, finite"
-        raise ValueError(f"config field {name} must be a number {within}, got {value!r}")
+        raise UsageError(f"config field {name} must be a number {within}, got {value!r}")
     return float(value)
 
 
@@ -71,7 +72,7 @@ def _head_dim(data: dict[str, Any]) -> int:
         return _count("head_dim", data["head_dim"])
     hidden, heads = data.get("hidden_size"), data.get("num_attention_heads")
     if not hidden or not heads:
-        raise ValueError("config must give head_dim, or hidden_size and num_attention_heads")
+        raise UsageError("config must give head_dim, or hidden_size and num_attention_heads")
     return _count("hidden_size", hidden) // _count("num_attention_heads", heads)
 
 
@@ -88,7 +89,7 @@ def _rotary_dim(data: dict[str, Any], params: dict[str, Any], head_dim: int) -> 
         return None
     dim = int(head_dim * fraction)   # transformers truncates the same way
     if dim < 2 or dim % 2:
-        raise ValueError(f"partial_rotary_factor {fraction} of head_dim {head_dim} gives {dim} rotated dims; "
+        raise UsageError(f"partial_rotary_factor {fraction} of head_dim {head_dim} gives {dim} rotated dims; "
                          "it must give an even number >= 2")
     return dim
 
@@ -125,10 +126,10 @@ def _scaling(rope_type: str, data: dict[str, Any], params: dict[str, Any]) -> di
         if rope_type in ("yarn", "longrope") and mpe and out.get("original_max_position_embeddings"):
             out["factor"] = mpe / out["original_max_position_embeddings"]
         elif rope_type not in ("yarn", "longrope"):
-            raise ValueError(f"rope_parameters['factor'] is required for rope_type={rope_type!r}")
+            raise UsageError(f"rope_parameters['factor'] is required for rope_type={rope_type!r}")
     for name in REQUIRES.get(rope_type, ()):
         if out.get(name) is None:
-            raise ValueError(f"config lacks {name!r}, which rope_type={rope_type!r} requires")
+            raise UsageError(f"config lacks {name!r}, which rope_type={rope_type!r} requires")
     return out
 
 
@@ -139,15 +140,15 @@ def hf_config_fields(config: Any, length: Optional[int] = None, dtype: str = "fl
     params = _rope_parameters(data)
     rope_type = params.get("rope_type", params.get("type", "default"))
     if not isinstance(rope_type, str):
-        raise ValueError(f"config field rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
+        raise UsageError(f"config field rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
     rope_type = _RENAMED.get(data.get("model_type"), {}).get(rope_type, rope_type)
     if rope_type not in ROPE_TYPES:
-        raise ValueError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
+        raise UsageError(f"rope_type must be one of {ROPE_TYPES}, got {rope_type!r}")
     head_dim = _head_dim(data)
     if length is None:
         length = data.get("max_position_embeddings")
         if length is None:
-            raise ValueError("length is required: the config has no max_position_embeddings")
+            raise UsageError("length is required: the config has no max_position_embeddings")
         length = _count("max_position_embeddings", length)
     layout = "interleaved" if data.get("model_type") == "gptj" else "half"
     return dict(length=length, head_dim=head_dim, rotary_dim=_rotary_dim(data, params, head_dim),

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from harness.util.exitcodes import UsageError
+
 #: q and k memory layouts: heads first (transformers, Liger) or sequence first (FlashAttention, vLLM).
 QK_LAYOUTS = ("bhsd", "bshd")
 #: position ids one per token of the sequence (`[seq]`, shared by the batch) or per sequence (`[batch, seq]`).
@@ -48,11 +50,11 @@ class ApplyForms:
         layouts = self.layouts
         if isinstance(layouts, str) or not isinstance(layouts, (tuple, list)) or not layouts \
                 or any(layout not in QK_LAYOUTS for layout in layouts):
-            raise ValueError(f"layouts must be a non-empty tuple of {QK_LAYOUTS}, got {layouts!r}")
+            raise UsageError(f"layouts must be a non-empty tuple of {QK_LAYOUTS}, got {layouts!r}")
         object.__setattr__(self, "layouts", tuple(dict.fromkeys(layouts)))
         for name in ("gqa", "batch_positions", "in_place"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise UsageError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
     def why_not(self, spec: Any) -> Optional[str]:
         """None when an implementation declaring these forms takes the apply case `spec`, else

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.core.kinds.rotary.spec import RotarySpec
+from harness.util.exitcodes import UsageError
 
 
 def column_freq(spec: RotarySpec) -> np.ndarray:
@@ -101,9 +102,9 @@ def check_position_ids(spec: RotarySpec, q: np.ndarray, position_ids: np.ndarray
     want = (batch, seq) if spec.position_ids == "batch" else (seq,)
     ids = np.asarray(position_ids)
     if ids.shape != want or not np.issubdtype(ids.dtype, np.integer):
-        raise ValueError(f"position_ids must be integers of shape {list(want)} "
+        raise UsageError(f"position_ids must be integers of shape {list(want)} "
                          f"({'[batch, seq]' if len(want) == 2 else '[seq]'}), "
                          f"got {ids.dtype} of shape {list(ids.shape)}")
     if ids.size and (ids.min() < spec.offset or ids.max() > spec.max_position):
-        raise ValueError(f"position_ids must lie in {spec.offset} .. {spec.max_position} (the cache's "
+        raise UsageError(f"position_ids must lie in {spec.offset} .. {spec.max_position} (the cache's "
                          f"positions), got {ids.min()} .. {ids.max()}")

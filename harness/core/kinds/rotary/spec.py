@@ -21,6 +21,7 @@ from harness.core.kinds.rotary import scaling
 from harness.core.kinds.rotary.forms import POSITION_IDS, QK_LAYOUTS
 from harness.core.kinds.rotary.rope_types import REQUIRES, ROPE_TYPES, SCALING_FIELDS, USES
 from harness.core.record import SpecRecord
+from harness.util.exitcodes import UsageError
 
 LAYOUTS = ("half", "interleaved")
 
@@ -81,19 +82,19 @@ class RotarySpec(SpecRecord):
     def _check_shape(self) -> None:
         if self.rotary_dim is not None and (not is_int(self.rotary_dim) or self.rotary_dim % 2
                                             or not 2 <= self.rotary_dim <= self.head_dim):
-            raise ValueError(f"rotary_dim must be None (= head_dim) or an even integer with "
+            raise UsageError(f"rotary_dim must be None (= head_dim) or an even integer with "
                              f"2 <= rotary_dim <= head_dim={self.head_dim}, got {self.rotary_dim!r}")
         if self.rotary_dim == self.head_dim:
             object.__setattr__(self, "rotary_dim", None)   # one spelling of full rotary
         if self.offset + self.length > MAX_POSITION:
-            raise ValueError(f"offset + length must be <= 2**53 (positions exact in float64), "
+            raise UsageError(f"offset + length must be <= 2**53 (positions exact in float64), "
                              f"got {self.offset} + {self.length}")
 
     def _check_scaling(self) -> None:
         if self.beta_fast <= self.beta_slow:
-            raise ValueError(f"beta_fast must be > beta_slow={self.beta_slow}, got {self.beta_fast!r}")
+            raise UsageError(f"beta_fast must be > beta_slow={self.beta_slow}, got {self.beta_fast!r}")
         if self.high_freq_factor <= self.low_freq_factor:
-            raise ValueError(f"high_freq_factor must be > low_freq_factor={self.low_freq_factor}, "
+            raise UsageError(f"high_freq_factor must be > low_freq_factor={self.low_freq_factor}, "
                              f"got {self.high_freq_factor!r}")
         for name in ("short_factor", "long_factor"):
             self._factor_list(name)
@@ -103,10 +104,10 @@ class RotarySpec(SpecRecord):
         if value is None:
             return
         if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-            raise ValueError(f"{name} must be None or a sequence of n_freq={self.n_freq} numbers > 0, "
+            raise UsageError(f"{name} must be None or a sequence of n_freq={self.n_freq} numbers > 0, "
                              f"got {value!r}")
         if len(value) != self.n_freq or not all(is_finite(v) and v > 0 for v in value):
-            raise ValueError(f"{name} must hold n_freq = rotary_dim // 2 = {self.n_freq} finite numbers "
+            raise UsageError(f"{name} must hold n_freq = rotary_dim // 2 = {self.n_freq} finite numbers "
                              f"> 0, got {len(value)} values: {list(value)[:8]}")
         object.__setattr__(self, name, tuple(float(v) for v in value))
 
@@ -116,22 +117,22 @@ class RotarySpec(SpecRecord):
         for name in SCALING_FIELDS:
             if name not in used and getattr(self, name) != default[name]:
                 users = [t for t, names in USES.items() if name in names]
-                raise ValueError(f"{name} is not read by rope_type={self.rope_type!r} and must keep its "
+                raise UsageError(f"{name} is not read by rope_type={self.rope_type!r} and must keep its "
                                  f"default {default[name]!r} (rope_type one of {users} reads it), "
                                  f"got {getattr(self, name)!r}")
         for name in REQUIRES.get(self.rope_type, ()):
             if getattr(self, name) is None:
                 want = "n_freq numbers > 0" if name.endswith("_factor") else "an integer >= 2"
-                raise ValueError(f"{name} is required for rope_type={self.rope_type!r} ({want}), got None")
+                raise UsageError(f"{name} is required for rope_type={self.rope_type!r} ({want}), got None")
         if self.rope_type == "dynamic" and self.rot < 4:
-            raise ValueError(f"rotary_dim must be >= 4 for rope_type='dynamic' (its base is raised to "
+            raise UsageError(f"rotary_dim must be >= 4 for rope_type='dynamic' (its base is raised to "
                              f"rot / (rot - 2)), got {self.rot}")
 
     def _check_angles(self) -> None:
         """The largest angle must be exact to a fraction of a radian in float64."""
         fastest = float(np.max(self.inv_freq()))
         if not math.isfinite(fastest) or self.max_position * fastest > MAX_ANGLE:
-            raise ValueError(f"the largest angle, max_position {self.max_position} x the fastest "
+            raise UsageError(f"the largest angle, max_position {self.max_position} x the fastest "
                              f"inv_freq {fastest:.3g}, must be <= 2**53 (~9.0e15, where float64 angles "
                              "lose their fraction): use a smaller offset or length, or a larger factor")
 

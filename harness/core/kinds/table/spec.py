@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 from harness.core.kinds.fields import (DTYPE, DTYPES, FLAG, MAX_ANGLE, MAX_POSITION, Rule, check_fields,
                                        integer, number, one_of)
 from harness.core.record import SpecRecord
+from harness.util.exitcodes import UsageError
 
 __all__ = ["DTYPES", "LAYOUTS", "MAX_ANGLE", "MAX_POSITION", "ODD_POLICIES", "SPEC_FIELDS", "Spec"]
 
@@ -55,17 +56,17 @@ class Spec(SpecRecord):
     def __post_init__(self) -> None:
         check_fields(self, RULES)
         if self.offset + self.length > MAX_POSITION:
-            raise ValueError(
+            raise UsageError(
                 f"offset + length must be <= 2**53 (positions exact in float64), "
                 f"got {self.offset} + {self.length}"
             )
         if self.d_model % 2 and self.odd == "error":
-            raise ValueError(
+            raise UsageError(
                 f"d_model must be even when odd='error', got {self.d_model} "
                 "(use odd='pad' or odd='extend' for odd widths)"
             )
         if self.denominator <= 0:
-            raise ValueError(
+            raise UsageError(
                 f"freq_shift must be < {self.half_width} for d_model={self.d_model} "
                 f"(denominator d_model/2 - freq_shift must be > 0), got {self.freq_shift!r}"
             )
@@ -78,13 +79,13 @@ class Spec(SpecRecord):
             return
         positions = f"positions up to {self.max_position}"
         if self._fastest_log_freq > 0:   # base < 1: the last frequency is the fastest
-            raise ValueError(
+            raise UsageError(
                 f"base {self.base!r} < 1 makes frequencies grow: the largest angle, "
                 f"{self.max_angle:.3g} rad at {positions}, must be <= 2**53 (~9.0e15, where "
                 "float64 angles lose their fraction); use base > 1, or a smaller scale, offset "
                 "or length")
         allowed = MAX_ANGLE / self.max_position
-        raise ValueError(
+        raise UsageError(
             f"scale must be > 0 and <= {allowed:.3g} for {positions}: the largest angle, "
             f"scale * {self.max_position} = {self.max_angle:.3g} rad, must be <= 2**53 (~9.0e15, "
             f"where float64 angles lose their fraction), got scale={self.scale!r}")

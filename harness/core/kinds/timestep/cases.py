@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.core.kinds.timestep.spec import TimestepSpec
 from harness.core.kinds.fields import DTYPES
+from harness.util.exitcodes import UsageError
 
 #: Named conventions (spec fields), the first the default bench times. diffusers' Timesteps
 #: module takes (flip_sin_to_cos, downscale_freq_shift, scale); its function's defaults are
@@ -91,6 +92,6 @@ def bench_spec(length: int, width: int, dtype: str, convention: str) -> Timestep
     try:
         fields = CONVENTIONS[convention]
     except KeyError:
-        raise ValueError(f"convention must be one of {sorted(CONVENTIONS)}, got {convention!r}") from None
+        raise UsageError(f"convention must be one of {sorted(CONVENTIONS)}, got {convention!r}") from None
     t_max = BENCH_ANGLE_SPAN / fields.get("scale", 1.0)
     return TimestepSpec.uniform(length, width, t_max=t_max, dtype=dtype, **fields)

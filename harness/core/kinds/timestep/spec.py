@@ -25,6 +25,7 @@ from harness.core.kinds.fields import (DTYPE, FLAG, MAX_ANGLE, Rule, check_field
                                        number)
 from harness.core.record import SpecRecord
 from harness.util import memory
+from harness.util.exitcodes import UsageError
 
 #: What each field may hold, checked in this order (harness.core.kinds.fields); freq_shift's
 #: bound depends on dim and is checked after.
@@ -40,14 +41,14 @@ COUNT = integer(1)
 def _timesteps(values: Any) -> tuple[float, ...]:
     """The timesteps as a tuple of floats, or a ValueError saying what is wrong with them."""
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-        raise ValueError(f"timesteps must be a non-empty sequence of finite numbers >= 0, "
+        raise UsageError(f"timesteps must be a non-empty sequence of finite numbers >= 0, "
                          f"got {type(values).__name__}")
     items = tuple(values)
     if not items:
-        raise ValueError("timesteps must be a non-empty sequence of finite numbers >= 0, got none")
+        raise UsageError("timesteps must be a non-empty sequence of finite numbers >= 0, got none")
     for i, t in enumerate(items):
         if not is_finite(t) or t < 0:
-            raise ValueError(f"timesteps must be finite numbers >= 0, got {t!r} at index {i}")
+            raise UsageError(f"timesteps must be finite numbers >= 0, got {t!r} at index {i}")
     return tuple(float(t) for t in items)
 
 
@@ -67,11 +68,11 @@ class TimestepSpec(SpecRecord):
         object.__setattr__(self, "timesteps", _timesteps(self.timesteps))
         check_fields(self, RULES)
         if self.freq_shift >= self.half:
-            raise ValueError(
+            raise UsageError(
                 f"freq_shift must be < dim // 2 = {self.half} for dim={self.dim} (the divisor "
                 f"dim // 2 - freq_shift must be > 0), got {self.freq_shift!r}")
         if self.max_angle > MAX_ANGLE:
-            raise ValueError(
+            raise UsageError(
                 f"timesteps * scale must be <= 2**53 (~9.0e15, where float64 angles lose their "
                 f"fraction), got {self.max_timestep:g} * {self.scale:g} = {self.max_angle:.3g}")
         self.check_memory(f"a {self.count} x {self.dim} embedding")
