@@ -108,3 +108,20 @@ def test_a_directory_is_named_as_one(tmp_path, capsys):
     assert cli(["identify", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "is a directory" in err and "does not exist" not in err
+
+
+def test_a_harness_bug_in_the_scan_is_exit_3_with_its_traceback_not_a_bad_entry(
+        tmp_path, capsys, monkeypatch):
+    """A plain ValueError raised while identifying an entry is the harness's, not the file's:
+    the scan must not turn it into that entry's reason (exit 2 or a 'not a table' line)."""
+    from harness.identify import command
+
+    def broken(table, nearest=True):
+        raise ValueError("operands could not be broadcast together")
+
+    np.savez(tmp_path / "c.npz", inv_freq=np.ones(32), pe=table())
+    monkeypatch.setattr(command, "identify", broken)
+    assert cli(["identify", str(tmp_path / "c.npz")]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "could not be broadcast" in err
+    assert "the harness itself failed" in err.strip().splitlines()[-1]

@@ -83,12 +83,14 @@ def _report_entries(file: str, results: list[tuple[Stored, Identification | str]
 
 
 def scan(stored: Sequence[Stored]) -> list[tuple[Stored, Identification | str]]:
-    """Identify every entry; one that is no table gets the reason instead."""
+    """Identify every entry; one that is no table (a UsageError: bad input) gets the reason
+    instead. Any other exception, a plain ValueError included, is a harness bug and stops
+    the scan (exit 3 with its traceback), never a reason printed as if the entry were bad."""
     out: list[tuple[Stored, Identification | str]] = []
     for entry in stored:
         try:
             out.append((entry, identify(_table(entry), nearest=False)))
-        except ValueError as exc:
+        except UsageError as exc:
             out.append((entry, str(exc)))
     return out
 
