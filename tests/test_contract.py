@@ -8,7 +8,6 @@ import pytest
 
 from harness import Spec, assert_callable, check_callable
 from harness.core import contract, kinds
-from harness.core.checks import CHECK_BATCH, CHECK_HEADS
 
 #: A tolerance must stay this far inside the span of the values it judges (it is a few ulps
 #: plus float32's angle error; the span of a sinusoid is 2).
@@ -27,7 +26,7 @@ def test_no_tolerance_reaches_the_range_of_the_values_it_judges(name, quick):
     for spec in _cases(kind, quick):
         reference, tolerance = kind.reference(spec), kind.tolerance(spec)
         for work in kind.workloads:
-            args = work.arguments(spec, CHECK_BATCH, CHECK_HEADS)
+            args = work.arguments(spec, work.verify_batch, work.verify_heads)
             expected, allowed = work.expected(spec, args, reference, tolerance)
             span = float(expected.max() - expected.min()) or float(np.abs(expected).max()) or 1.0
             ratio = float(allowed.max()) / span

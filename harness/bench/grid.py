@@ -14,7 +14,7 @@ slower still is left to the budgets (`budget`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from harness import backends
 from harness.bench.cells import Cell, choose_convention
@@ -31,7 +31,6 @@ QUICK_LENGTHS, QUICK_D_MODELS = _TABLE.bench_sizes_quick
 DEFAULT_MAX_ELEMENTS = 1 << 24          # 16 Mi elements: 64 MiB float32 (8192 x 1024 is in)
 #: A batched cell (x + PE for a batch, q and k rotated) may write this many tables' elements.
 BATCHED_ELEMENTS = 4
-DEFAULT_HEADS = 4
 DEVICE_DTYPES = ("float32", "float16", "bfloat16")
 
 
@@ -47,11 +46,11 @@ class Grid:
     dtypes: tuple[str, ...]
     threads: tuple[int, ...]
     workloads: tuple[str, ...] = ()                    # empty: every kind's every workload
-    batch: int = 2
+    batch: Optional[int] = None                       # None: each batched workload's bench_batch
     max_elements: int = DEFAULT_MAX_ELEMENTS
     device_dtypes: tuple[str, ...] = DEVICE_DTYPES     # dtypes of cells on a GPU
     modes: tuple[str, ...] = MODES                     # how GPU cells are timed
-    heads: int = DEFAULT_HEADS                         # attention heads of a rotary apply
+    heads: Optional[int] = None                       # attention heads (a rotary apply); None: its bench_heads
     quick: bool = False
     #: time every implementation in this named convention (one its kind has); "": each in the
     #: first of its kind's conventions it supports
@@ -124,15 +123,16 @@ def plan(impls: Iterable[Implementation], grid: Grid) -> Plan:
 
 def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
     kind = kinds.named(impl.kind)
-    batched = kind.workload(impl.workload).batched
+    work = kind.workload(impl.workload)
     threads, dtypes = grid.threads, grid.dtypes_of(kind)
     on_device = impl.device != "cpu"
     if not backends.get(impl.backend).threaded or on_device:   # a GPU's time is not the host's
         threads = (min(threads),)
     if on_device:
         dtypes = grid.device_dtypes
-    batch = grid.batch if batched else 1
-    heads = grid.heads if kind.workload(impl.workload).heads else 1
+    batched = work.batched
+    batch = (grid.batch or work.bench_batch) if batched else 1
+    heads = (grid.heads or work.bench_heads) if work.heads else 1
     for length, d_model in grid.shapes(kind):
         for dtype in dtypes:
             convention, reason = choose_convention(impl, length, d_model, dtype, grid.convention)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_HEADS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
+from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
                                 DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid, spread)
 from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.remeasure import MAX_ATTEMPTS
@@ -70,10 +70,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--full", action="store_true",
                       help="every size of each kind (by default each axis is thinned to its first, "
                       "middle and last value: every size regime, about half the time)")
-    grid.add_argument("--batch", type=int, default=2,
-                      help="batch of x for forward and of q, k for rotary apply (default %(default)s)")
-    grid.add_argument("--heads", type=int, default=DEFAULT_HEADS,
-                      help="attention heads of q and k for rotary apply (default %(default)s)")
+    grid.add_argument("--batch", type=int,
+                      help="batch of x for forward and of q, k for rotary apply (default: each "
+                      f"workload's own, {_bench_sizes('bench_batch', 'batched')})")
+    grid.add_argument("--heads", type=int,
+                      help="attention heads of q and k for rotary apply (default: each workload's "
+                      f"own, {_bench_sizes('bench_heads', 'heads')})")
     grid.add_argument("--convention", default="",
                       help="time every implementation in this named convention of its kind "
                            f"(of {_csv(_conventions())}; e.g. gqa-bshd: rotary apply as kernels "
@@ -113,6 +115,17 @@ def _conventions() -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for kind in kinds.KINDS.values() for name in kind.conventions))
 
 
+def _bench_sizes(field: str, axis: str) -> str:
+    """Each workload's own default for --batch or --heads, as the help says it."""
+    return ", ".join(f"{w.name} {getattr(w, field)}" for kind in kinds.KINDS.values()
+                     for w in kind.workloads if getattr(w, axis))
+
+
+def _given_at_least(value: Optional[int], option: str) -> Optional[int]:
+    """--batch or --heads: None (each workload's own), else at least 1."""
+    return None if value is None else _at_least(value, option, 1)
+
+
 def _axis_rules(cores: int) -> dict[str, tuple[Callable, Callable, str]]:
     """Grid axis -> (item type, test, what is allowed) for its comma-separated option."""
     return {
@@ -146,8 +159,8 @@ def parse(args: argparse.Namespace) -> SweepOptions:
     convention = getattr(args, "convention", "") or ""
     if convention and convention not in _conventions():
         raise UsageError(f"--convention must be one of {_csv(_conventions())}, got {convention!r}")
-    grid = Grid(**axes, batch=_at_least(args.batch, "--batch", 1), convention=convention,
-                heads=_at_least(args.heads, "--heads", 1), quick=args.quick, full=args.full,
+    grid = Grid(**axes, batch=_given_at_least(args.batch, "--batch"), convention=convention,
+                heads=_given_at_least(args.heads, "--heads"), quick=args.quick, full=args.full,
                 max_elements=_at_least(args.max_elements, "--max-elements", 1))
     timing = Timing(max_time=_positive(given("max_time", timing0), "--max-time"),
                     min_rounds=_at_least(given("min_rounds", timing0), "--min-rounds", 1))

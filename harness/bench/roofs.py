@@ -1,28 +1,26 @@
-"""The memory roof: the cheapest possible way to produce each cell's output, timed alongside.
+"""The roofs: the cheapest possible way to produce each cell's output, timed alongside.
 
-No table builder can beat allocating its output and writing every element once,
-so every cell of a workload without inputs (a 1-D `table`, a rotary `cache`, a
-`grid`, a `timestep` embedding) is also timed as `empty + fill` of the same
-bytes and dtype, every `forward` cell as the bare `x + pe` of the same arrays
-(the table already built), and every rotary `apply` as a bare read-modify-write
-pass over q and k (`_scale_pass`, `_scale_recycled`): once into fresh memory and
-once into memory the previous call let go (see `_recycled`); `roof_ratio`
-divides by the fastest. Roofs live in their own registry (`ROOF_REGISTRY`):
-they are bench's yardstick, not implementations users choose between, and never
-run in verify. A 1-D table's roofs keep their short names; another workload's
-end in its name (`roof-numpy-fill-cache`).
+Each workload says what one call reads and writes (`Workload.traffic`), and that says which roof
+measures it: one that only writes its output (a 1-D `table`, a rotary `cache`, a `grid`, a
+`timestep` embedding) is also timed as `empty + fill` of the same bytes and dtype, one that adds
+a table to its input (`forward`) as the bare `x + pe` of the same arrays (the table already
+built), one that reads its inputs and writes them back (a rotary `apply`) as a bare
+read-modify-write pass over them (`_scale_pass`, `_scale_recycled`): once into fresh memory and
+once into memory the previous call let go (see `_recycled`); `roof_ratio` divides by the
+fastest. A workload that declares its `angles` also gets a compute roof (`_sincos`). Roofs live
+in their own registry (`ROOF_REGISTRY`): they are bench's yardstick, not implementations users
+choose between, and never run in verify. A roof's name ends in its workload's `roof_ending`
+(`roof-numpy-fill-cache`; the 1-D table's kept their short names).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
 from harness.core import kinds
 from harness.core.registry import Implementation, Registry
-from harness.core.kinds.rotary.forms import QK_LAYOUTS, ApplyForms
-from harness.core.kinds.table.spec import Spec
 from harness.runs.results import COMPUTE_ROOF
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
@@ -41,89 +39,81 @@ NUMPY_DTYPES = dtypes("float16", "float32", "float64")
 TORCH_DTYPES = dtypes("float16", "bfloat16", "float32", "float64")
 
 
-def _filled(spec: Any) -> kinds.Workload:
-    (work,) = [w for w in kinds.of(spec).workloads if w.inputs is None]
-    return work
-
-
-def output_shape(spec: Any) -> tuple[int, ...]:
+def output_shape(work: kinds.Workload, spec: Any) -> tuple[int, ...]:
     """What one call of a workload without inputs writes (parts stacked): the same bytes."""
-    return _filled(spec).shape(spec, 1, 1)
+    return work.shape(spec, 1, 1)
 
 
-def as_result(spec: Any) -> Callable[[Any], Any]:
+def as_result(work: kinds.Workload) -> Callable[[Any], Any]:
     """How one allocation is handed back as the workload's result: the array, or a view per part
     (a rotary cache's cos and sin), which is what bench's result checks expect. Decided in
     setup, so the timed call pays nothing for it."""
-    if _filled(spec).parts:
+    if work.parts:
         return tuple
     return lambda out: out
 
 
-def fill_workloads() -> list[str]:
-    """Every kind's workloads without inputs: a bare fill is their roof."""
-    return [w.name for kind in kinds.KINDS.values() for w in kind.workloads if w.inputs is None]
+def numpy_fill(work: kinds.Workload):
+    def build(spec: Any):
+        """np.empty + fill: allocate the table and write each element once."""
+        shape, dtype, result = output_shape(work, spec), np.dtype(spec.dtype), as_result(work)
+
+        def fill():
+            out = np.empty(shape, dtype)
+            out.fill(1.0)
+            return result(out)
+
+        return fill
+
+    return build
 
 
-def roof_name(stem: str, workload: str) -> str:
-    # the 1-D table's roofs kept their first names (committed runs hold them)
-    return stem if workload in ("table", "forward") else f"{stem}-{workload}"
+def numpy_torch_fill(work: kinds.Workload):
+    def build(spec: Any):
+        """np.empty (huge pages) faulted in by one thread, then torch's multi-threaded fill_:
+        the allocate-and-fill limit at several threads, where a one-thread fill is no bound."""
+        import torch
+
+        shape, dtype, result = output_shape(work, spec), np.dtype(spec.dtype), as_result(work)
+
+        def fill():
+            out = first_touch(np.empty(shape, dtype))
+            torch.from_numpy(out).fill_(1.0)
+            return result(out)
+
+        return fill
+
+    return build
 
 
-def numpy_fill(spec: Spec):
-    """np.empty + fill: allocate the table and write each element once."""
-    shape, dtype, result = output_shape(spec), np.dtype(spec.dtype), as_result(spec)
-
-    def fill():
-        out = np.empty(shape, dtype)
-        out.fill(1.0)
-        return result(out)
-
-    return fill
-
-
-def numpy_torch_fill(spec: Spec):
-    """np.empty (huge pages) faulted in by one thread, then torch's multi-threaded fill_:
-    the allocate-and-fill limit at several threads, where a one-thread fill is no bound."""
-    import torch
-
-    shape, dtype, result = output_shape(spec), np.dtype(spec.dtype), as_result(spec)
-
-    def fill():
-        out = first_touch(np.empty(shape, dtype))
-        torch.from_numpy(out).fill_(1.0)
-        return result(out)
-
-    return fill
-
-
-@ROOF_REGISTRY.register(name="roof-numpy-add", backend="numpy", workload="forward",
-                        supports=NUMPY_DTYPES)
-def numpy_add(spec: Spec, x: np.ndarray):
+def numpy_add(spec: Any, x: np.ndarray):
     """x + pe with pe already built: what any forward implementation must at least do."""
-    pe = np.ones((spec.length, spec.d_model), x.dtype)
+    pe = np.ones(x.shape[1:], x.dtype)
     return lambda: x + pe
 
 
 def _torch_fill(device: str):
-    def build(spec: Spec):
-        import torch
+    def fills(work: kinds.Workload):
+        def build(spec: Any):
+            import torch
 
-        dtype, shape, result = getattr(torch, spec.dtype), output_shape(spec), as_result(spec)
-        return lambda: result(torch.empty(shape, dtype=dtype, device=device).fill_(1.0))
+            dtype, shape, result = getattr(torch, spec.dtype), output_shape(work, spec), as_result(work)
+            return lambda: result(torch.empty(shape, dtype=dtype, device=device).fill_(1.0))
 
-    build.__doc__ = f"torch.empty(..., device={device!r}).fill_(1.0)"
-    return build
+        build.__doc__ = f"torch.empty(..., device={device!r}).fill_(1.0)"
+        return build
+
+    return fills
 
 
 def _torch_forward(device: str, operation: str):
     """x + pe (two reads, one write) or a copy of x (one read, one write) on `device`."""
 
-    def build(spec: Spec, x: np.ndarray):
+    def build(spec: Any, x: np.ndarray):
         import torch
 
         xt = torch.from_numpy(x).to(device=device, dtype=getattr(torch, spec.dtype))
-        pe = torch.ones((spec.length, spec.d_model), dtype=xt.dtype, device=device)
+        pe = torch.ones(x.shape[1:], dtype=xt.dtype, device=device)
 
         @torch.no_grad()
         def add():
@@ -138,22 +128,6 @@ def _torch_forward(device: str, operation: str):
     build.__doc__ = (f"x + pe as torch tensors on {device!r}, pe already built" if operation == "add"
                      else f"a copy of x on {device!r}: one read and one write of the output's bytes")
     return build
-
-
-def _register_torch_roofs() -> None:
-    for device in ("cpu", "cuda"):
-        suffix = "" if device == "cpu" else "-cuda"
-        for workload in fill_workloads():
-            ROOF_REGISTRY.register(name=roof_name(f"roof-torch{suffix}-fill", workload), backend="torch",
-                                   device=device, workload=workload,
-                                   supports=TORCH_DTYPES)(_torch_fill(device))
-        ROOF_REGISTRY.register(name=f"roof-torch{suffix}-add", backend="torch", device=device,
-                               workload="forward", supports=TORCH_DTYPES)(_torch_forward(device, "add"))
-    ROOF_REGISTRY.register(name="roof-torch-cuda-copy", backend="torch", device="cuda",
-                           workload="forward", supports=TORCH_DTYPES)(_torch_forward("cuda", "copy"))
-
-
-_register_torch_roofs()
 
 
 #: NumPy has no bfloat16: a recycled roof keeps its bits in uint16 and hands back a torch view.
@@ -176,34 +150,38 @@ def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
     without page faults, which malloc gives every allocation below 32 MiB anyway and
     RecycledBuffers gives at any size. `write_into(spec[, x])` runs untimed and returns the
     write of one output into a given buffer (bfloat16: its uint16 bits, viewed as torch's
-    bfloat16 on the way out, as the half-precision Numba kernels hand theirs back)."""
+    bfloat16 on the way out, as the half-precision Numba kernels hand theirs back). Returns
+    the roof for a workload: `_recycled(write)(work)` is its factory."""
 
-    def build(spec: Spec, *x: np.ndarray):
-        shape = x[0].shape if x else output_shape(spec)
-        write, buffers = write_into(spec, *x), RecycledBuffers(shape, host_dtype(spec.dtype))
-        result = (lambda out: out) if x else as_result(spec)
-        if spec.dtype == "bfloat16":
-            parts = result
-            result = lambda out: parts(_bfloat16(out))   # noqa: E731
+    def of(work: kinds.Workload):
+        def build(spec: Any, *x: np.ndarray):
+            shape = x[0].shape if x else output_shape(work, spec)
+            write, buffers = write_into(spec, *x), RecycledBuffers(shape, host_dtype(spec.dtype))
+            result = (lambda out: out) if x else as_result(work)
+            if spec.dtype == "bfloat16":
+                parts = result
+                result = lambda out: parts(_bfloat16(out))   # noqa: E731
 
-        def call():
-            out = buffers.take()
-            write(out)
-            return result(out)
+            def call():
+                out = buffers.take()
+                write(out)
+                return result(out)
 
-        return call
+            return call
 
-    build.__doc__ = write_into.__doc__
-    return build
+        build.__doc__ = write_into.__doc__
+        return build
+
+    return of
 
 
-def _fill_numpy(spec: Spec):
+def _fill_numpy(spec: Any):
     """fill into recycled memory (NumPy, one thread)"""
     one = BFLOAT16_ONE if spec.dtype == "bfloat16" else 1.0
     return lambda out: out.fill(one)
 
 
-def _fill_torch(spec: Spec):
+def _fill_torch(spec: Any):
     """fill into recycled memory (torch's multi-threaded fill_)"""
     import torch
 
@@ -212,42 +190,24 @@ def _fill_torch(spec: Spec):
     return lambda out: torch.from_numpy(out).fill_(1.0)
 
 
-def _add_numpy(spec: Spec, x: np.ndarray):
+def _add_numpy(spec: Any, x: np.ndarray):
     """x + pe into recycled memory (NumPy); TensorFlow's caching allocator recycles like this"""
-    pe = np.ones((spec.length, spec.d_model), x.dtype)
+    pe = np.ones(x.shape[1:], x.dtype)
     return lambda out: np.add(x, pe, out=out)
 
 
-def _add_torch(spec: Spec, x: np.ndarray):
+def _add_torch(spec: Any, x: np.ndarray):
     """x + pe into recycled memory (torch's multi-threaded add)"""
     import torch
 
     dtype = getattr(torch, spec.dtype)
-    xt, pe = torch.from_numpy(x).to(dtype), torch.ones((spec.length, spec.d_model), dtype=dtype)
+    xt, pe = torch.from_numpy(x).to(dtype), torch.ones(x.shape[1:], dtype=dtype)
     view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
     return lambda out: torch.add(xt, pe, out=view(out))
 
 
-def _register_host_roofs() -> None:
-    for workload in fill_workloads():
-        for stem, backend, build in (("roof-numpy-fill", "numpy", numpy_fill),
-                                     ("roof-numpy-torch-fill", "torch", numpy_torch_fill),
-                                     ("roof-recycled-fill", "numpy", _recycled(_fill_numpy)),
-                                     ("roof-recycled-torch-fill", "torch", _recycled(_fill_torch))):
-            supports = NUMPY_DTYPES if stem.startswith("roof-numpy") else TORCH_DTYPES
-            ROOF_REGISTRY.register(name=roof_name(stem, workload), backend=backend, workload=workload,
-                                   supports=supports)(build)
-    for name, backend, write, supports in (("roof-recycled-add", "numpy", _add_numpy, NUMPY_DTYPES),
-                                           ("roof-recycled-torch-add", "torch", _add_torch, TORCH_DTYPES)):
-        ROOF_REGISTRY.register(name=name, backend=backend, workload="forward",
-                               supports=supports)(_recycled(write))
-
-
-_register_host_roofs()
-
-
 def _scale_pass(device: str):
-    """A rotary apply's roof: q * 2 and k * 2 into fresh arrays, one read and one write of each
+    """A pass over q and k: q * 2 and k * 2 into fresh arrays, one read and one write of each
     element, which any rotation must at least do (on `device`; "numpy" for NumPy)."""
 
     def build(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
@@ -309,32 +269,6 @@ def _device_copy(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray)
     return lambda: (qt.clone(), kt.clone())
 
 
-#: The apply forms a pass over q and k takes: any layout and position ids (it reads neither),
-#: any k head count when q and k are passed over apart; the recycled passes write both into one
-#: buffer, so there k has q's heads.
-EVERY_FORM = ApplyForms(layouts=QK_LAYOUTS, gqa=True, batch_positions=True)
-SAME_HEADS = ApplyForms(layouts=QK_LAYOUTS, batch_positions=True)
-
-
-def _register_apply_roofs() -> None:
-    for name, backend, device, where, supports in (
-            ("roof-numpy-scale-apply", "numpy", "cpu", "numpy", NUMPY_DTYPES),
-            ("roof-torch-scale-apply", "torch", "cpu", "cpu", TORCH_DTYPES),
-            ("roof-torch-cuda-scale-apply", "torch", "cuda", "cuda", TORCH_DTYPES)):
-        ROOF_REGISTRY.register(name=name, backend=backend, device=device, workload="apply",
-                               supports=supports, forms=EVERY_FORM)(_scale_pass(where))
-    ROOF_REGISTRY.register(name="roof-torch-cuda-copy-apply", backend="torch", device="cuda",
-                           workload="apply", supports=TORCH_DTYPES, forms=EVERY_FORM)(_device_copy)
-    for name, backend, threaded, supports in (
-            ("roof-recycled-scale-apply", "numpy", False, NUMPY_DTYPES),
-            ("roof-recycled-torch-scale-apply", "torch", True, TORCH_DTYPES)):
-        ROOF_REGISTRY.register(name=name, backend=backend, workload="apply", supports=supports,
-                               forms=SAME_HEADS)(_scale_recycled(threaded))
-
-
-_register_apply_roofs()
-
-
 def _sincos(functions: str):
     """A compute-bound workload's roof (its `angles`): one float32 sin and one cos of each angle
     through vector math (`functions`: NumPy's SIMD loops, or torch's threaded ones) into
@@ -342,50 +276,104 @@ def _sincos(functions: str):
     and one rounding by torch's threaded copy (NumPy's float32-to-float16 cast is scalar here:
     it took 5x the sines themselves)."""
 
-    def write_into(spec: Any):
-        work = [w for w in kinds.of(spec).workloads if w.angles is not None][0]
-        angles = np.ascontiguousarray(work.angles(spec), dtype=np.float32).reshape(-1)
-        n = angles.size
-        scratch = None if spec.dtype == "float32" else np.empty(2 * n, np.float32)
-        wrap, sin, cos, view, source = (lambda a: a), np.sin, np.cos, None, None
-        if functions == "torch" or scratch is not None:
-            import torch
+    def of(work: kinds.Workload):
+        def write_into(spec: Any):
+            angles = np.ascontiguousarray(work.angles(spec), dtype=np.float32).reshape(-1)
+            n = angles.size
+            scratch = None if spec.dtype == "float32" else np.empty(2 * n, np.float32)
+            wrap, sin, cos, view, source = (lambda a: a), np.sin, np.cos, None, None
+            if functions == "torch" or scratch is not None:
+                import torch
 
-            view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
-            source = None if scratch is None else torch.from_numpy(scratch)
-            if functions == "torch":
-                wrap, sin, cos = torch.from_numpy, torch.sin, torch.cos
-        given = wrap(angles)
+                view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
+                source = None if scratch is None else torch.from_numpy(scratch)
+                if functions == "torch":
+                    wrap, sin, cos = torch.from_numpy, torch.sin, torch.cos
+            given = wrap(angles)
 
-        def write(out: np.ndarray) -> None:
-            flat = out.reshape(-1)
-            into = flat[:2 * n] if scratch is None else scratch
-            sin(given, out=wrap(into[:n]))
-            cos(given, out=wrap(into[n:]))
-            if scratch is not None:
-                view(flat[:2 * n]).copy_(source)
-            flat[2 * n:] = 0   # an odd width's zero column: as many elements
+            def write(out: np.ndarray) -> None:
+                flat = out.reshape(-1)
+                into = flat[:2 * n] if scratch is None else scratch
+                sin(given, out=wrap(into[:n]))
+                cos(given, out=wrap(into[n:]))
+                if scratch is not None:
+                    view(flat[:2 * n]).copy_(source)
+                flat[2 * n:] = 0   # an odd width's zero column: as many elements
 
-        return write
+            return write
 
-    write_into.__doc__ = (f"float32 sin and cos of the workload's angles ({functions}) into recycled "
-                          "memory: the compute roof")
-    return _recycled(write_into)
+        write_into.__doc__ = (f"float32 sin and cos of the workload's angles ({functions}) into "
+                              "recycled memory: the compute roof")
+        return _recycled(write_into)(work)
 
-
-def _register_compute_roofs() -> None:
-    for kind in kinds.KINDS.values():
-        for work in kind.workloads:
-            if work.angles is None:
-                continue
-            for stem, functions, supports in ((COMPUTE_ROOF, "numpy", dtypes("float32")),
-                                              (f"{COMPUTE_ROOF}-numpy", "numpy", dtypes("float16", "bfloat16")),
-                                              (f"{COMPUTE_ROOF}-torch", "torch", TORCH_DTYPES)):
-                ROOF_REGISTRY.register(name=roof_name(stem, work.name), backend="torch" if stem != COMPUTE_ROOF else "numpy",
-                                       workload=work.name, supports=supports)(_sincos(functions))
+    return of
 
 
-_register_compute_roofs()
+def _same(build: Callable) -> Callable[[kinds.Workload], Callable]:
+    """A roof factory that reads what it needs from its inputs, the same for every workload."""
+    return lambda work: build
+
+
+#: A roof: (the stem of its name, backend, device, the factory for a workload, dtypes, whether
+#: it declares every form of the workload's inputs (None: no forms; False: k with q's heads only))
+Roof = tuple[str, str, str, Callable[[kinds.Workload], Callable], Callable, Optional[bool]]
+
+#: Which roofs measure each kind of traffic (harness.core.kinds: what one call reads and writes).
+ROOFS: dict[str, tuple[Roof, ...]] = {
+    kinds.WRITES: (
+        ("roof-torch-fill", "torch", "cpu", _torch_fill("cpu"), TORCH_DTYPES, None),
+        ("roof-torch-cuda-fill", "torch", "cuda", _torch_fill("cuda"), TORCH_DTYPES, None),
+        ("roof-numpy-fill", "numpy", "cpu", numpy_fill, NUMPY_DTYPES, None),
+        # np.empty has no bfloat16; the recycled fills hold its bits in uint16
+        ("roof-numpy-torch-fill", "torch", "cpu", numpy_torch_fill, NUMPY_DTYPES, None),
+        ("roof-recycled-fill", "numpy", "cpu", _recycled(_fill_numpy), TORCH_DTYPES, None),
+        ("roof-recycled-torch-fill", "torch", "cpu", _recycled(_fill_torch), TORCH_DTYPES, None),
+    ),
+    kinds.ADDS: (
+        ("roof-numpy-add", "numpy", "cpu", _same(numpy_add), NUMPY_DTYPES, None),
+        ("roof-torch-add", "torch", "cpu", _same(_torch_forward("cpu", "add")), TORCH_DTYPES, None),
+        ("roof-torch-cuda-add", "torch", "cuda", _same(_torch_forward("cuda", "add")), TORCH_DTYPES, None),
+        ("roof-torch-cuda-copy", "torch", "cuda", _same(_torch_forward("cuda", "copy")), TORCH_DTYPES, None),
+        ("roof-recycled-add", "numpy", "cpu", _recycled(_add_numpy), NUMPY_DTYPES, None),
+        ("roof-recycled-torch-add", "torch", "cpu", _recycled(_add_torch), TORCH_DTYPES, None),
+    ),
+    kinds.PASSES: (
+        ("roof-numpy-scale", "numpy", "cpu", _same(_scale_pass("numpy")), NUMPY_DTYPES, True),
+        ("roof-torch-scale", "torch", "cpu", _same(_scale_pass("cpu")), TORCH_DTYPES, True),
+        ("roof-torch-cuda-scale", "torch", "cuda", _same(_scale_pass("cuda")), TORCH_DTYPES, True),
+        ("roof-torch-cuda-copy", "torch", "cuda", _same(_device_copy), TORCH_DTYPES, True),
+        # the recycled passes write q and k into one buffer: k with q's heads only
+        ("roof-recycled-scale", "numpy", "cpu", _same(_scale_recycled(False)), NUMPY_DTYPES, False),
+        ("roof-recycled-torch-scale", "torch", "cpu", _same(_scale_recycled(True)), TORCH_DTYPES, False),
+    ),
+}
+
+#: A workload with `angles` is also measured by its sines and cosines (the compute roof).
+COMPUTE_ROOFS: tuple[Roof, ...] = (
+    (COMPUTE_ROOF, "numpy", "cpu", _sincos("numpy"), dtypes("float32"), None),
+    (f"{COMPUTE_ROOF}-numpy", "torch", "cpu", _sincos("numpy"), dtypes("float16", "bfloat16"), None),
+    (f"{COMPUTE_ROOF}-torch", "torch", "cpu", _sincos("torch"), TORCH_DTYPES, None),
+)
+
+
+def roofs_of(work: kinds.Workload) -> Iterator[Roof]:
+    """The roofs that measure a workload: its traffic's, and with `angles` the compute roof."""
+    yield from ROOFS[work.traffic]
+    if work.angles is not None:
+        yield from COMPUTE_ROOFS
+
+
+def _register(work: kinds.Workload, kind: str) -> None:
+    for stem, backend, device, factory, supports, every_form in roofs_of(work):
+        forms = None if every_form is None or work.forms is None else work.forms.every(gqa=every_form)
+        ROOF_REGISTRY.register(name=stem + work.roof_ending, backend=backend, device=device,
+                               workload=work.name, kind=kind, supports=supports,
+                               forms=forms)(factory(work))
+
+
+for _kind in kinds.KINDS.values():
+    for _work in _kind.workloads:
+        _register(_work, _kind.name)
 
 
 def roofs_for(workload: str, device: str) -> Iterable[Implementation]:

@@ -25,9 +25,6 @@ __all__ = ["Check", "Comparison", "Expectation", "check", "compare", "error_rati
            "inputs", "judge", "poison", "same_buffer", "well_formed"]
 
 VERDICTS = ("pass", "fail", "error", "skip")
-#: The batch and heads of the inputs verify gives a batched workload (forward, rotary apply).
-CHECK_BATCH = 2
-CHECK_HEADS = 2
 
 
 @dataclass(frozen=True)
@@ -221,8 +218,10 @@ class Expectation:
 
 
 def inputs(workload: str, spec: Any) -> tuple:
-    """The NumPy inputs verify gives a workload's factory on `spec` (none for a table)."""
-    return kinds.of(spec).workload(workload).arguments(spec, CHECK_BATCH, CHECK_HEADS)
+    """The NumPy inputs verify gives a workload's factory on `spec` (none for a table), at the
+    workload's own verify batch and heads."""
+    work = kinds.of(spec).workload(workload)
+    return work.arguments(spec, work.verify_batch, work.verify_heads)
 
 
 def expect(workload: str, spec: Any, args: tuple) -> Expectation:
@@ -234,7 +233,7 @@ def expect(workload: str, spec: Any, args: tuple) -> Expectation:
     exact = work.expected(spec, args, reference, kind.exact(spec))[1] if kind.exact else None
     told = work.describe(spec) if work.describe is not None else None
     return Expectation(expected, allowed, spec.dtype, work.parts,
-                       work.arrangement(spec, CHECK_BATCH, CHECK_HEADS), exact, told or "",
+                       work.arrangement(spec, work.verify_batch, work.verify_heads), exact, told or "",
                        work.inputs is not None)
 
 

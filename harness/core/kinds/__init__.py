@@ -35,6 +35,12 @@ Expect = Callable[[Any, tuple, np.ndarray, np.ndarray], tuple[np.ndarray, np.nda
 #: (spec, the implementation's declared forms) -> None, or why it does not take this case
 Accepts = Callable[[Any, Any], Optional[str]]
 
+#: What one call reads and writes, and so which roof measures it (harness.bench.roofs):
+WRITES = "writes"    # writes its output and reads nothing: a bare fill of the same bytes
+ADDS = "adds"        # reads an input x and writes x + a table of x's rows: a bare x + y
+PASSES = "passes"    # reads its inputs and writes them back changed: a bare pass over them
+TRAFFIC = (WRITES, ADDS, PASSES)
+
 
 @dataclass(frozen=True)
 class Arrangement:
@@ -63,7 +69,8 @@ class Workload:
     #: how a tuple result's parts are returned and joined; None: each of shape[1:], stacked
     arrange: Optional[Callable[[Any, int, int], Arrangement]] = None
     #: the type of the forms an implementation declares at registration (`register(forms=...)`);
-    #: None: this workload has one form only
+    #: None: this workload has one form only. Its `every(gqa)` is what a roof passing over the
+    #: inputs declares (every form; gqa=False: k with q's heads only)
     forms: Optional[type] = None
     #: whether an implementation declaring `forms` takes a case; None: every case
     accepts: Optional[Accepts] = None
@@ -77,11 +84,36 @@ class Workload:
     #: order of preference) pairs; the first timed is the report's baseline, the CPU's first its
     #: default (tritonbench's `baseline=True`, said by the workload that knows it)
     usual: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: what one call reads and writes (WRITES, ADDS, PASSES): which roofs bench times beside it
+    traffic: str = WRITES
     #: what its roof is, as the report says it (harness.bench.roofs times it)
     roof: str = "fastest bare fill of the same bytes (fresh or recycled memory)"
+    #: what its roofs' names end in; None: "-<name>" (the 1-D table's kept short names: committed
+    #: runs hold them)
+    roof_suffix: Optional[str] = None
+    #: the batch and heads verify gives one call of a batched workload (harness.core.checks),
+    #: and bench's defaults (`bench --batch`, `--heads`)
+    verify_batch: int = 1
+    verify_heads: int = 1
+    bench_batch: int = 1
+    bench_heads: int = 1
     #: its place in a report, before larger numbers (then by name)
     order: int = 100
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.traffic not in TRAFFIC:
+            raise UsageError(f"traffic of workload {self.name!r} must be one of {TRAFFIC}, "
+                             f"got {self.traffic!r}")
+        for field in ("verify_batch", "verify_heads", "bench_batch", "bench_heads"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise UsageError(f"{field} of workload {self.name!r} must be an integer >= 1, "
+                                 f"got {value!r}")
+
+    @property
+    def roof_ending(self) -> str:
+        return f"-{self.name}" if self.roof_suffix is None else self.roof_suffix
 
     def usual_on(self, device: str) -> tuple[str, ...]:
         return dict(self.usual).get(device, ())

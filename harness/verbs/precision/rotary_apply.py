@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.kinds.rotary.apply import apply_inputs
+from harness.core.kinds.rotary.apply import APPLY, apply_inputs
 from harness.core.kinds.rotary.reference import apply_reference
 from harness.verbs.precision.common import Point, numpy64, tensor
 from harness.verbs.precision.rotary import f32_angles, f64_reduced, probe
 
-BATCH, HEADS = 1, 4
+#: one sequence (the error is per position) of as many heads as bench times
+BATCH, HEADS = 1, APPLY.bench_heads
 #: (name, cache method, the dtype the cache is held and the rotation done in)
 APPLY_METHODS = (
     ("bf16 cache, f32-angles", f32_angles, "bfloat16"),    # transformers' Llama in bf16

@@ -11,10 +11,10 @@ in place); the spec's apply fields say which form a case is (forms.py). See docs
 
 from __future__ import annotations
 
-from harness.core.kinds import Kind, Workload, add
 from typing import Any, Optional
 
-from harness.core.kinds.rotary.apply import apply_arrangement, apply_expected, apply_inputs, apply_shape
+from harness.core.kinds import Kind, Workload, add
+from harness.core.kinds.rotary.apply import APPLY
 from harness.core.kinds.rotary.cases import rotary_cases
 from harness.core.kinds.rotary.forms import ApplyForms, describe_case, is_apply_form
 from harness.core.kinds.rotary.reference import apply_reference, cache_reference
@@ -43,14 +43,6 @@ def _cache_takes(spec: RotarySpec, forms: Any) -> Optional[str]:
     return None
 
 
-def _apply_takes(spec: RotarySpec, forms: ApplyForms) -> Optional[str]:
-    return forms.why_not(spec)
-
-
-def _apply_case(spec: RotarySpec) -> Optional[str]:
-    return f"this case: {describe_case(spec)}" if is_apply_form(spec) else None
-
-
 def bench_spec(length: int, width: int, dtype: str, convention: str) -> RotarySpec:
     """The spec bench times for a cell: width is head_dim."""
     return RotarySpec(length, head_dim=width, dtype=dtype, **CONVENTIONS[convention])
@@ -64,12 +56,7 @@ ROTARY = add(Kind(
                  accepts=_cache_takes, usual=(("cpu", ("rotary-torch-cache",)), ("cuda", ("rotary-torch-cuda-cache",))),
                  order=2, roof="fastest bare fill of the same bytes (cos and sin)",
                  doc="build the (cos, sin) cache, each [length, rot]"),
-        Workload("apply", shape=apply_shape, parts=("q", "k"), inputs=apply_inputs, expect=apply_expected,
-                 batched=True, heads=True, arrange=apply_arrangement, forms=ApplyForms, accepts=_apply_takes, forms_of=ApplyForms.taking,
-                 input_names=("q", "k", "position_ids"), describe=_apply_case,
-                 usual=(("cpu", ("rotary-torch-apply-unfused",)), ("cuda", ("rotary-torch-cuda-apply-unfused",))),
-                 order=3, roof="fastest bare q * 2, k * 2 pass (fresh or recycled memory)",
-                 doc="rotate q and k [batch, heads, seq, head_dim] at int64 positions [seq] (or a declared form)"),
+        APPLY,
     ),
     conventions=CONVENTIONS, bench_spec=bench_spec,
     bench_sizes=((512, 4096, 32768), (64, 128)),

@@ -1,4 +1,4 @@
-"""The apply workload's inputs and what it is judged by.
+"""The apply workload (`APPLY`): its inputs, what it is judged by, and its batch and heads.
 
 q and k are deterministic normals rounded to the spec's dtype (so every implementation starts
 from the same exactly representable values) and carried as float32, or float64 for a float64
@@ -14,18 +14,16 @@ repeated to q's (`reference.canonical`): `[2, batch, q_heads, seq, head_dim]`.
 
 from __future__ import annotations
 
+import math
+from typing import Optional
+
 import numpy as np
 
-import math
-
-from harness.core.kinds import Arrangement
+from harness.core.kinds import PASSES, Arrangement, Workload
+from harness.core.kinds.rotary.forms import ApplyForms, describe_case, is_apply_form
 from harness.core.kinds.rotary.reference import apply_reference, canonical
 from harness.core.kinds.rotary.spec import RotarySpec
 from harness.core.kinds.rotary.tolerance import apply_tolerance
-
-#: The batch and heads apply inputs default to (verify passes its own).
-APPLY_BATCH = 2
-APPLY_HEADS = 2
 
 
 def round_to_bfloat16(x: np.ndarray) -> np.ndarray:
@@ -76,10 +74,12 @@ def position_ids(spec: RotarySpec, batch: int, rng: np.random.Generator) -> np.n
     return np.stack(rows[:batch]).astype(np.int64)
 
 
-def apply_inputs(spec: RotarySpec, batch: int = APPLY_BATCH,
-                 heads: int = APPLY_HEADS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def apply_inputs(spec: RotarySpec, batch: Optional[int] = None,
+                 heads: Optional[int] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(q, k, position_ids) in the spec's form: by default q and k `[batch, heads, length,
-    head_dim]` and int64 positions `[length]`."""
+    head_dim]` and int64 positions `[length]`, verify's batch and heads (`APPLY`)."""
+    batch = APPLY.verify_batch if batch is None else batch
+    heads = APPLY.verify_heads if heads is None else heads
     rng = np.random.default_rng(4321)
     q_shape, k_shape = qk_shapes(spec, batch, heads)
     q = representable(rng.standard_normal(q_shape), spec.dtype)
@@ -103,3 +103,21 @@ def apply_shape(spec: RotarySpec, batch: int, heads: int) -> tuple[int, ...]:
 def apply_arrangement(spec: RotarySpec, batch: int, heads: int) -> Arrangement:
     """q and k as returned (the spec's layout, k's own heads), and how they are compared."""
     return Arrangement(qk_shapes(spec, batch, heads), lambda parts: canonical(spec, *parts))
+
+
+def _apply_takes(spec: RotarySpec, forms: ApplyForms) -> Optional[str]:
+    return forms.why_not(spec)
+
+
+def _apply_case(spec: RotarySpec) -> Optional[str]:
+    return f"this case: {describe_case(spec)}" if is_apply_form(spec) else None
+
+
+APPLY = Workload(
+    "apply", shape=apply_shape, parts=("q", "k"), inputs=apply_inputs, expect=apply_expected,
+    batched=True, heads=True, arrange=apply_arrangement, forms=ApplyForms, accepts=_apply_takes,
+    forms_of=ApplyForms.taking, input_names=("q", "k", "position_ids"), describe=_apply_case,
+    usual=(("cpu", ("rotary-torch-apply-unfused",)), ("cuda", ("rotary-torch-cuda-apply-unfused",))),
+    order=3, traffic=PASSES, roof="fastest bare q * 2, k * 2 pass (fresh or recycled memory)",
+    verify_batch=2, verify_heads=2, bench_batch=2, bench_heads=4,
+    doc="rotate q and k [batch, heads, seq, head_dim] at int64 positions [seq] (or a declared form)")

@@ -74,6 +74,12 @@ class ApplyForms:
         return cls(layouts=(spec.qk_layout,), gqa=spec.kv_heads is not None,
                    batch_positions=spec.position_ids == "batch")
 
+    @classmethod
+    def every(cls, gqa: bool = True) -> "ApplyForms":
+        """Every out-of-place form: what a pass over q and k that reads no layout or position
+        declares (a bench roof); gqa=False for one that needs k with q's heads."""
+        return cls(layouts=QK_LAYOUTS, gqa=gqa, batch_positions=True)
+
     def describe(self) -> str:
         """What `list` shows: the forms beyond the original one."""
         extra = [name for name in ("gqa", "batch_positions", "in_place") if getattr(self, name)]

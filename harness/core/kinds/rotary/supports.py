@@ -10,11 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from harness.core.kinds.rotary.apply import APPLY
 from harness.core.kinds.rotary.spec import LAYOUTS
 from harness.core.kinds.supports import BaseSupports
 
-#: The batch x heads verify and bench give an apply, per q and k (apply inputs' default is 2 x 2).
-PYTHON_ROWS_PER_POSITION = 8
+#: q and k rows one apply call rotates per position, at the larger of the batch x heads verify
+#: and bench give it by default (the apply workload's own numbers): a call's work is at most this
+#: many rows of head_dim per position.
+PYTHON_ROWS_PER_POSITION = len(APPLY.parts) * max(APPLY.verify_batch * APPLY.verify_heads,
+                                                  APPLY.bench_batch * APPLY.bench_heads)
 
 
 @dataclass(frozen=True)

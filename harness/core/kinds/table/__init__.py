@@ -7,22 +7,22 @@ adds it to a batch of activations `x` (`[batch, length, d_model]`) and returns `
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from harness.core.kinds.table.cases import default_cases
 from harness.core.kinds.table.conventions import CONVENTIONS
-from harness.core.kinds import Kind, Workload, add
+from harness.core.kinds import ADDS, Kind, Workload, add
 from harness.core.kinds.table.reference import reference
 from harness.core.kinds.table.spec import Spec
 from harness.core.kinds.table.supports import Supports
 from harness.core.kinds.table.tolerance import eps, exact_tolerance, tolerance
 
-#: The batch of x that verify's forward cases use.
-FORWARD_BATCH = 2
-
-
-def forward_input(spec: Spec, batch: int = FORWARD_BATCH) -> np.ndarray:
-    """Deterministic x of shape [batch, length, d_model] for the forward workload."""
+def forward_input(spec: Spec, batch: Optional[int] = None) -> np.ndarray:
+    """Deterministic x of shape [batch, length, d_model] for the forward workload (by default
+    verify's batch)."""
+    batch = FORWARD.verify_batch if batch is None else batch
     rng = np.random.default_rng(1234)
     x = rng.standard_normal((batch, spec.length, spec.d_model))
     return x.astype(spec.dtype if spec.dtype != "bfloat16" else "float32")
@@ -40,6 +40,16 @@ def _bench_spec(length: int, width: int, dtype: str, convention: str) -> Spec:
     return Spec(length, width, dtype=dtype, **CONVENTIONS[convention])
 
 
+# the 1-D table's roofs keep the short names they had before other kinds (roof_suffix=""):
+# committed runs hold them
+FORWARD = Workload("forward", shape=lambda spec, batch, heads: (batch, spec.length, spec.d_model),
+                   inputs=lambda spec, batch, heads: (forward_input(spec, batch),),
+                   expect=_forward_expected, batched=True, input_names=("x",),
+                   usual=(("cpu", ("numpy-forward",)),), order=1, traffic=ADDS, roof_suffix="",
+                   roof="fastest bare x + y of the same shape (fresh or recycled memory)",
+                   verify_batch=2, bench_batch=2,
+                   doc="x + PE for x of shape [batch, length, d_model]")
+
 TABLE = add(Kind(
     name="table", spec_type=Spec, reference=reference, tolerance=tolerance, exact=exact_tolerance,
     cases=default_cases,
@@ -47,13 +57,8 @@ TABLE = add(Kind(
         Workload("table", shape=lambda spec, batch, heads: (spec.length, spec.d_model),
                  usual=(("cpu", ("seed-numpy-stack",)),   # the torch seed has no half types
                         ("cuda", ("seed-torch-cuda-stack", "torch-cuda-stack"))),
-                 order=0, doc="build the [length, d_model] table"),
-        Workload("forward", shape=lambda spec, batch, heads: (batch, spec.length, spec.d_model),
-                 inputs=lambda spec, batch, heads: (forward_input(spec, batch),),
-                 expect=_forward_expected, batched=True, input_names=("x",),
-                 usual=(("cpu", ("numpy-forward",)),), order=1,
-                 roof="fastest bare x + y of the same shape (fresh or recycled memory)",
-                 doc="x + PE for x of shape [batch, length, d_model]"),
+                 order=0, roof_suffix="", doc="build the [length, d_model] table"),
+        FORWARD,
     ),
     conventions=CONVENTIONS, bench_spec=_bench_spec, default_supports=Supports(),
     bench_sizes=((64, 512, 4096, 8192, 65536), (64, 256, 1024, 4096)),
