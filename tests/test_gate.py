@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import harness.cli
 from harness.report import gate
-from tests.test_bench import PLUGINS, ROOT, bench, by_impl, table
+from tests.test_bench import PLUGINS, bench, by_impl, table
 
 RNG = np.random.default_rng(7)
 
@@ -61,7 +62,6 @@ def test_other_machines_and_thread_counts_are_named():
 
 def test_the_gate_refuses_runs_from_other_machines(tmp_path, capsys):
     from tests.test_report import SMALL, bench_rows, write_run
-    import harness.cli
 
     base = write_run(tmp_path, "run-base", bench=bench_rows(**SMALL))
     new = write_run(tmp_path, "run-new", bench=bench_rows(run_id="run-new", **SMALL))
@@ -96,27 +96,28 @@ def flag(run_dir) -> str:
     return value if isinstance(value, str) else ""
 
 
-def compare(new, base) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", "report", str(new), "--compare",
-                           str(base), "--fail-slower", "10"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+def compare(new, base, capsys) -> tuple[int, str, str]:
+    """`report NEW --compare BASE --fail-slower 10` in this process (the sweeps ran apart):
+    its exit code, stdout and stderr."""
+    code = harness.cli.main(["report", str(new), "--compare", str(base), "--fail-slower", "10"])
+    return code, *capsys.readouterr()
 
 
-def test_same_code_twice_under_load_passes_and_a_planted_slowdown_fails(tmp_path, busy_core):
+def test_same_code_twice_under_load_passes_and_a_planted_slowdown_fails(tmp_path, busy_core, capsys):
     """The busy process takes one core; a run whose cell still had fewer cores than it needed
     after its re-measuring is left out of the verdict (a pass), which this machine's own load
     can cause: the planted slowdown is then not judged, and the test says so by skipping."""
     base = gate_run(tmp_path / "base")
     last = json.loads((base / "cells.jsonl").read_text().splitlines()[-1])
     assert len(last["samples_s"]) >= 2                 # raw rounds are in the journal
-    same = compare(gate_run(tmp_path / "again"), base)
-    assert same.returncode == 0, same.stdout + same.stderr
+    code, out, err = compare(gate_run(tmp_path / "again"), base, capsys)
+    assert code == 0, out + err
     slow = gate_run(tmp_path / "slow", slowdown=1.5)
     if gate.left_out(pd.DataFrame({"flags": [flag(slow)]}))[0]:
         pytest.skip(f"the machine was busier than the one synthetic busy core: {flag(slow)}")
-    failed = compare(slow, base)
-    assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert "SLOWER" in failed.stdout and "bt-gate" in failed.stdout
+    code, out, err = compare(slow, base, capsys)
+    assert code == 1, out + err
+    assert "SLOWER" in out and "bt-gate" in out
 
 
 def test_only_load_and_clock_flags_of_the_new_run_leave_a_cell_out():

@@ -13,8 +13,15 @@ from __future__ import annotations
 
 from harness.report.compare import Change, changes, slower
 from harness.report.load import Run, load_run, newest_run
-from harness.report.pipeline import build
 from harness.report.recommend import REGIMES, Recommendation, recommend
 
 __all__ = ["Change", "REGIMES", "Recommendation", "Run", "build", "changes", "load_run",
            "newest_run", "recommend", "slower"]
+
+
+def __getattr__(name: str):
+    """`build` on first use: it imports matplotlib, which every other verb's process can skip."""
+    if name == "build":
+        from harness.report.pipeline import build
+        return build
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,6 @@ from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_s
 from harness.report.gate import machine_differences, thread_difference
 from harness.report.load import load_env, load_run, newest_run
 from harness.report.measures import DEFAULT_BASELINES, DEVICE_BASELINES
-from harness.report.pipeline import build
 from harness.util.exitcodes import UsageError
 
 
@@ -68,6 +67,8 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         dirs, out = [newest_run(root)], None
     if args.compare is not None:
         _same_machine(dirs, args.compare, gating=args.fail_slower is not None)
+    from harness.report.pipeline import build   # matplotlib: only when a report is built
+
     path = build(dirs, out, baseline=args.baseline, compare=args.compare, only=args.only,
                  min_shared=args.min_shared, convention_name=args.convention)
     runs = {d: load_run(d, args.only) for d in dirs}
