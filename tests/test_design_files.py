@@ -35,11 +35,19 @@ def test_every_built_in_kind_has_the_files_listed(kind):
 
 
 def test_the_optional_files_are_named_where_the_verbs_look():
+    """A kind's reader and studies are its Kind's slots, and each slot names the file listed."""
     from harness.identify.readers.dispatch import ONE_D, READERS
     from harness.verbs.precision import studies
 
-    for kind in BUILT_IN:
-        has_reader = (ROOT / "harness" / "identify" / "readers" / f"{kind}.py").exists()
-        assert has_reader == (kind in READERS) or kind == ONE_D
-        has_study = (ROOT / "harness" / "verbs" / "precision" / f"{kind}.py").exists()
-        assert has_study == (kind in studies.KINDS or kind == "table")
+    for name in BUILT_IN:
+        kind = kinds.named(name)
+        has_reader = (ROOT / "harness" / "identify" / "readers" / f"{name}.py").exists()
+        assert has_reader == bool(kind.reader) or name == ONE_D
+        assert (name in READERS) == bool(kind.reader)
+        if kind.reader:
+            assert kind.reader == f"harness.identify.readers.{name}"
+        has_study = (ROOT / "harness" / "verbs" / "precision" / f"{name}.py").exists()
+        assert has_study == (bool(kind.studies) or name == "table")   # the table's study is the verb's own
+        assert (name in studies.KINDS) == bool(kind.studies)
+        if kind.studies:
+            assert f"harness.verbs.precision.{name}" in kind.studies

@@ -171,11 +171,24 @@ class Kind:
     exact: Optional[Callable[[Any], np.ndarray]] = None
     #: what an implementation registered without `supports=` covers (None: any spec of the kind)
     default_supports: Optional[Callable[[Any], Optional[str]]] = None
+    #: optional slots the verbs that read a kind more closely look in, named as modules (a verb is
+    #: a layer above: it imports them, a kind never does). `reader`: identify's reader, a module
+    #: with `read(stored, by_name, timesteps, forced)` and `CLAIMS`, the array names it takes
+    #: (harness/identify/readers/<kind>.py); "": identify cannot read this kind.
+    reader: str = ""
+    #: `studies`: modules whose `STUDIES` measure this kind's precision
+    #: (harness/verbs/precision/<kind>.py); (): it has none
+    studies: tuple[str, ...] = ()
     doc: str = ""
 
     @property
     def workload_names(self) -> tuple[str, ...]:
         return tuple(w.name for w in self.workloads)
+
+    @property
+    def order(self) -> int:
+        """Its place among kinds: its first workload's in reports."""
+        return min((w.order for w in self.workloads), default=100)
 
     @property
     def first_convention(self) -> str:

@@ -15,7 +15,7 @@ import json
 from typing import Sequence
 
 from harness.identify.readers.answer import Answer, as_json, as_text
-from harness.identify.readers.dispatch import KINDS, Route, identify_family, route
+from harness.identify.readers.dispatch import KINDS, Route, identify_family, read_kinds, route
 from harness.util.exitcodes import UsageError
 
 
@@ -41,4 +41,4 @@ def report(file: str, answers: Sequence[tuple[str, Answer]], as_json_object: boo
     return 0 if any(a.matched for _, a in answers) else 1
 
 
-__all__ = ["Answer", "KINDS", "Route", "identify_family", "report", "route"]
+__all__ = ["Answer", "KINDS", "Route", "identify_family", "read_kinds", "report", "route"]

@@ -17,7 +17,8 @@ import numpy as np
 
 from harness.core import kinds
 from harness.identify.readers.answer import Answer, check, decide
-from harness.identify.readers.arrays import POS_EMBED, matrix, read
+from harness.identify.readers.arrays import POS_EMBED, matrix
+from harness.identify.readers.arrays import read as read_array
 from harness.identify.files import Stored
 from harness.util.exitcodes import UsageError
 
@@ -29,6 +30,17 @@ SPLITS_3D = ((1, 1, 1), (2, 3, 3))
 #: diffusers' get_2d_sincos_pos_embed base_size default and PixArt's (positions are rescaled
 #: when the grid is not that size).
 DIFFUSERS_BASE_SIZES = (16.0, 32.0, 64.0)
+
+
+#: the array names this reader takes; it is tried last and takes a `[1, n, d]` array of any name
+CLAIMS = (POS_EMBED,)
+LAST = True
+
+
+def read(stored: Sequence[Stored], names: dict, timesteps: Optional[str],
+         forced: bool) -> Optional[list[tuple[str, Answer]]]:
+    """identify's reader (the grid reads the arrays as stored)."""
+    return search(stored, forced=forced)
 
 
 def search(stored: Sequence[Stored], forced: bool) -> Optional[list[tuple[str, Answer]]]:
@@ -50,7 +62,7 @@ def search(stored: Sequence[Stored], forced: bool) -> Optional[list[tuple[str, A
         raw = entry.read()
         if not forced and not named and not _grid_shape(tuple(getattr(raw, "shape", ()))):
             return None
-        values, dtype = read(entry, raw)
+        values, dtype = read_array(entry, raw)
         if not forced and not named and not _square(values[0]):
             return None
         table = matrix(values, entry.source, "a grid table")

@@ -12,14 +12,17 @@ judged against `spec.inv_freq()` instead: it holds no length, offset or amplitud
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.kinds.table.spec import MAX_POSITION
 from harness.core.kinds.table.tolerance import C_FREQ, C_VALUE, eps
+from harness.identify.files import Stored
 from harness.identify.readers.answer import C_SCALED, Answer, check, check_inv_freq, decide
+from harness.identify.readers.arrays import COS, FUNCTION, INV_FREQ, SIN, matrix
+from harness.identify.readers.arrays import read as read_array
 from harness.identify.readers.rope_laws import readings
 from harness.identify.offset import find_offsets
 from harness.util.exitcodes import UsageError
@@ -184,3 +187,57 @@ def _specs(found: Iterator[tuple[dict, str]], spec_of: Any) -> Iterator[tuple[Ro
         except ValueError:       # a reading the spec refuses (an ompe below 2, a huge angle)
             continue
         yield spec, note
+
+
+#: the array names this reader takes (a file of them goes to it)
+CLAIMS = (COS, SIN, INV_FREQ)
+
+
+def read(stored: Sequence[Stored], names: dict[str, Stored], timesteps: Optional[str],
+         forced: bool) -> list[tuple[str, Answer]]:
+    """identify's reader: every cos/sin pair and inv_freq vector of a file (forced: its one
+    array, a vector or cos and sin stacked)."""
+    out = []
+    for name, entry in names.items():
+        if COS.search(name):
+            out.append((name, _pair(name, entry, names)))
+        elif SIN.search(name) and _partner(name, "cos") not in names:
+            raise UsageError(f"{entry.source} holds {name!r} but no {_partner(name, 'cos')!r}: a "
+                             "rotary cache needs both cos and sin, of the same shape")
+        elif INV_FREQ.search(name):
+            values, dtype = read_array(entry)
+            out.append((name, from_inv_freq(values, entry.source, dtype)))
+    if out or not forced:
+        return out
+    if len(names) == 1:                               # one array: a vector, or cos and sin stacked
+        entry = next(iter(names.values()))
+        values, dtype = read_array(entry)
+        while values.ndim > 1 and values.shape[0] == 1:
+            values = values[0]
+        if values.ndim == 1:
+            return [(entry.name, from_inv_freq(values, entry.source, dtype))]
+        if values.ndim == 3 and values.shape[0] == 2:
+            return [(entry.name, from_pair(values[0], values[1], entry.source, dtype))]
+    raise UsageError("--kind rotary needs arrays named cos and sin (or cos_cached / sin_cached), "
+                     "an inv_freq vector, or one array: a vector, or cos and sin stacked [2, L, D]; "
+                     f"found {sorted(names)}")
+
+
+def _partner(name: str, function: str) -> str:
+    """The name of the other half of a cos/sin pair: `a.cos_cached` -> `a.sin_cached`."""
+    return FUNCTION.sub(lambda m: m.group(1) + m.group(2) + function + m.group(4), name)
+
+
+def _pair(name: str, entry: Stored, names: dict[str, Stored]) -> Answer:
+    sin_name = _partner(name, "sin")
+    if sin_name not in names:
+        raise UsageError(f"{entry.source} holds {name!r} but no {sin_name!r}: a rotary cache "
+                         "needs both cos and sin, of the same shape")
+    cos, dtype = read_array(entry)
+    sin, _ = read_array(names[sin_name])
+    if cos.shape != sin.shape:
+        raise UsageError(f"{name!r} has shape {cos.shape} but {sin_name!r} has {sin.shape}: a "
+                         f"rotary cache's cos and sin have the same shape ({entry.source})")
+    cos = matrix(cos, entry.source, name)
+    sin = matrix(sin, names[sin_name].source, sin_name)
+    return from_pair(cos, sin, f"{entry.source} + {sin_name}", dtype)

@@ -11,12 +11,16 @@ so the usual shifts (0: guided-diffusion; 1: DDPM) and periods are tried first.
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
 from harness.core.kinds.timestep import TimestepSpec
+from harness.identify.files import Stored, open_file
 from harness.identify.readers.answer import Answer, check, decide
+from harness.identify.readers.arrays import EMB, TIMESTEPS, matrix
+from harness.identify.readers.arrays import read as read_array
 from harness.identify.law import nice_values, significant_digits
 from harness.util.exitcodes import UsageError
 
@@ -130,3 +134,45 @@ def _round(x: float, absolute: bool = False) -> list[float]:
         out = [float(round(x * m) / m) for m in (1, 2, 4, 10, 100) if abs(round(x * m) / m - x) < 1e-3]
         return list(dict.fromkeys(out + [x]))
     return list(dict.fromkeys(nice_values(x, LOG_TOL) + [x])) if x > 0 else [1.0]
+
+
+#: the array names this reader takes (a file of them goes to it)
+CLAIMS = (TIMESTEPS, EMB)
+
+
+def read(stored: Sequence[Stored], names: dict[str, Stored], given: Optional[str],
+         forced: bool) -> list[tuple[str, Answer]]:
+    """identify's reader: an embedding beside its timesteps (an array, or --timesteps)."""
+    steps = [s for n, s in names.items() if TIMESTEPS.search(n)]
+    if not steps and given is None:
+        if forced:
+            raise UsageError("--kind timestep needs the timesteps: an array named 'timesteps' in "
+                             "the file, or --timesteps FILE_OR_LIST")
+        return []
+    t = timesteps_from(given) if given is not None else read_array(steps[0])[0].reshape(-1)
+    tables = [s for n, s in names.items() if EMB.search(n)]
+    if not tables:
+        tables = [s for s in names.values() if s not in steps]
+    if len(tables) != 1:
+        raise UsageError("a timestep embedding file needs one embedding beside its timesteps "
+                         "(named 'emb' or 'embedding' when there are several arrays); found "
+                         f"{sorted(names)}")
+    entry = tables[0]
+    values, dtype = read_array(entry)
+    emb = matrix(values, entry.source, "the embedding")
+    return [(entry.name, from_embedding(emb, t, entry.source, dtype))]
+
+
+def timesteps_from(text: str) -> np.ndarray:
+    """--timesteps: a file holding one array, or numbers separated by commas."""
+    if Path(text).suffix and Path(text).exists():
+        stored = open_file(text)
+        if len(stored) != 1:
+            raise UsageError(f"--timesteps file {text!r} must hold one array, it holds "
+                             f"{[s.name for s in stored]}")
+        return read_array(stored[0])[0].reshape(-1)
+    try:
+        return np.array([float(x) for x in text.split(",") if x.strip()])
+    except ValueError:
+        raise UsageError(f"--timesteps must be a file of timesteps or numbers separated by "
+                         f"commas (0,250,500), got {text!r}") from None

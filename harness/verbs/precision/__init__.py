@@ -10,7 +10,7 @@ float32), plus the registered implementations selected by --only (none by
 default), each against the float64 reference, in one child process per
 backend (harness.core.isolate: a crash costs only its own points). Every other kind with
 studies (rotary, timestep, grid: harness/verbs/precision/<kind>.py, runner.py) is studied too
-unless --kind picks one. Writes precision.csv (a `kind` column), precision.md, plots/precision.png and
+unless --kind picks one: each kind names its studies (`Kind.studies`). Writes precision.csv (a `kind` column), precision.md, plots/precision.png and
 plots/precision-<kind>.png under --out.
 """
 
@@ -30,7 +30,8 @@ from harness.verbs.precision.studies import KINDS as STUDIED
 
 __all__ = ["KIND_CHOICES", "Result", "configure", "main", "measure", "study"]
 
-#: --kind: the 1-D table (table.py), each kind with studies (studies.py), or all of them.
+#: --kind: the 1-D table (table.py, its own study of every method), each kind with studies
+#: (`Kind.studies`, gathered in studies.py), or all of them.
 KIND_CHOICES = (table.KIND, *STUDIED, "all")
 
 

@@ -1,4 +1,4 @@
-"""What the family's precision studies share: the row they produce and the few torch steps.
+"""What the kinds' precision studies share: the row they produce and the few torch steps.
 
 Every method is a small torch version of one way real code computes a kind (torch on the CPU
 because NumPy has no bfloat16); the truth is always the kind's own float64 reference

@@ -18,6 +18,8 @@ import numpy as np
 from harness.core import kinds
 from harness.core.kinds.grid import plan
 from harness.core.kinds.grid.spec import GridSpec
+from harness.verbs.precision.study import Study
+from harness.verbs.precision.verdicts import Axis
 from harness.verbs.precision.common import DTYPES, HALF_DTYPES, Point, max_error, numpy64, tensor
 
 D_MODEL = 64
@@ -64,3 +66,12 @@ def measure(sides: tuple[int, ...]) -> list[Point]:
                 err = max_error(table(spec, work), ref)
                 points.append(Point("grid", "grid", f"{name} {dtype}", name, dtype, side, err))
     return points
+
+
+STUDIES = (
+    Study("grid", "grid", __name__, SIDES, SIDES_QUICK,
+          "2-D sincos grid", Axis("side"), (16, 64, 256),
+          f"Largest |error| against the float64 reference over a whole side x side MAE-style "
+          f"table (d_model {D_MODEL}, base 10000, x first). Methods: "
+          "harness/verbs/precision/grid.py."),
+)

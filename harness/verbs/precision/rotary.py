@@ -22,7 +22,9 @@ import numpy as np
 
 from harness.core import kinds
 from harness.core.kinds.rotary.spec import RotarySpec
-from harness.verbs.precision.common import (HALF_DTYPES, Point, max_error, numpy64, reduced, tensor,
+from harness.verbs.precision.study import Study
+from harness.verbs.precision.verdicts import Axis
+from harness.verbs.precision.common import (HALF_DTYPES, Point, log_starts, max_error, numpy64, reduced, tensor,
                                                    torch_dtype)
 
 HEAD_DIM = 128
@@ -116,3 +118,24 @@ def measure(starts: list[int]) -> list[Point]:
                 points.append(Point("rotary", "rope_type", f"{rope_type} {name}", name, "float32",
                                     start, _error(spec, method, "float32")))
     return points
+
+
+STARTS = tuple(log_starts(LAST_POSITION, 2))
+STARTS_QUICK = tuple(log_starts(LAST_POSITION, 1))
+SHOWN = (128, 256, 2048, 65_536, 1_048_576)
+STUDIES = (
+    Study("rotary", "cache", __name__, STARTS, STARTS_QUICK,
+          "Rotary cos/sin cache", Axis("position", WINDOW - 1), SHOWN,
+          f"Largest |error| of cos and sin against the float64 reference over {WINDOW} "
+          f"consecutive positions starting at p, head_dim {HEAD_DIM}, base 10000, "
+          "default rope_type; dtype is the dtype the cache is stored in. Methods: "
+          "harness/verbs/precision/rotary.py."),
+    Study("rotary", "rope_type", __name__, STARTS, STARTS_QUICK,
+          "Rotary cache by rope_type", Axis("position", WINDOW - 1), SHOWN,
+          "The same probes for every rope_type (configs in ROPE_CONFIGS of "
+          "harness/verbs/precision/rotary.py: linear x8, dynamic x8 over 4096, yarn x16 "
+          "over 4096, llama3 x8 over 8192, longrope x32 over 4096), float32 cache, computed with "
+          "float32 angles and with reduced float64 angles. Scaling that divides a frequency "
+          "makes its angles, and so their rounding, smaller; the largest error comes from the "
+          "fastest frequencies, which yarn and llama3 leave alone.", choose_by="config"),
+)

@@ -15,7 +15,10 @@ import numpy as np
 from harness.core.kinds.rotary.apply import APPLY, apply_inputs
 from harness.core.kinds.rotary.reference import apply_reference
 from harness.verbs.precision.common import Point, numpy64, tensor
+from harness.verbs.precision import rotary
 from harness.verbs.precision.rotary import f32_angles, f64_reduced, probe
+from harness.verbs.precision.study import Study
+from harness.verbs.precision.verdicts import Axis
 
 #: one sequence (the error is per position) of as many heads as bench times
 BATCH, HEADS = 1, APPLY.bench_heads
@@ -59,3 +62,13 @@ def measure(starts: list[int]) -> list[Point]:
             err = float(np.max(np.abs(got - exact) / scale)) if np.isfinite(got).all() else np.inf
             points.append(Point("rotary", "apply", name, name, "bfloat16", start, err))
     return points
+
+
+STUDIES = (
+    Study("rotary", "apply", __name__, rotary.STARTS, rotary.STARTS_QUICK,
+          "Rotary apply in bfloat16", Axis("position", rotary.WINDOW - 1), rotary.SHOWN,
+          f"q and k [{BATCH}, {HEADS}, {rotary.WINDOW}, {rotary.HEAD_DIM}] (exact in bfloat16) "
+          f"rotated at positions p .. p + {rotary.WINDOW - 1}, result in bfloat16; largest "
+          "|error| / max(|exact|, 1) against the float64 rotation by the exact cache. Methods: "
+          "harness/verbs/precision/rotary_apply.py."),
+)

@@ -1,4 +1,5 @@
-"""`precision` for the rest of the family: rotary caches and apply, timestep embeddings, grids.
+"""`precision` for the kinds besides the 1-D table: each kind's studies (`Kind.studies`: rotary
+caches and apply, timestep embeddings, grids).
 
 The 1-D table study (harness/verbs/precision.py) shows error vs position for one kind; the
 others fail in their own places (bf16 positions past 256, float32 angles at 128k+ contexts,

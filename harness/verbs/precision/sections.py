@@ -1,4 +1,4 @@
-"""precision.md's sections for the family: per study a table, one verdict per method, a choice.
+"""precision.md's sections for the kinds with studies: per study a table, one verdict per method, a choice.
 
 Everything shown is read from the measured rows; the thresholds behind the words are
 verify's angle contract (verdicts.bound), and each section says it.

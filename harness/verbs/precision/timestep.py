@@ -24,6 +24,8 @@ import numpy as np
 from harness.core import kinds
 from harness.core.kinds.timestep.reference import angles
 from harness.core.kinds.timestep.spec import TimestepSpec
+from harness.verbs.precision.study import Study
+from harness.verbs.precision.verdicts import Axis
 from harness.verbs.precision.common import (DTYPES, HALF_DTYPES, Point, max_error, numpy64, reduced,
                                                    tensor, torch_dtype)
 
@@ -82,3 +84,14 @@ def measure(starts: tuple[float, ...]) -> list[Point]:
                     err = max_error(method(spec), ref)
                 points.append(Point("timestep", "embedding", f"{name} {dtype}", name, dtype, t0, err))
     return points
+
+
+STUDIES = (
+    Study("timestep", "embedding", __name__, STARTS, STARTS_QUICK,
+          "Timestep embedding", Axis("t", (WINDOW - 1) / WINDOW), (0, 64, 256, 999),
+          f"Largest |error| against the float64 reference over the timesteps t0 + j/"
+          f"{WINDOW}, j < {WINDOW} (a DDPM step and fractional ones), of a "
+          f"Stable Diffusion embedding (dim {DIM}, max_period 10000, freq_shift 0, cos "
+          "first); dtype is the dtype the embedding is stored in. Methods: "
+          "harness/verbs/precision/timestep.py."),
+)

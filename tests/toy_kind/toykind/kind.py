@@ -47,4 +47,4 @@ SQUARES = kinds.add(kinds.Kind(
                kinds.Workload("cubes", shape=lambda s, b, h: (s.n,), expect=cubes)),
     conventions={"plain": {}}, bench_spec=lambda length, width, dtype, convention: Squares(length, dtype),
     bench_sizes=((8, 64), (1,)), bench_sizes_quick=((8,), (1,)), bench_dtypes=("float64",),
-    bench_dtypes_quick=("float64",)))
+    bench_dtypes_quick=("float64",), studies=("toykind.precision",)))

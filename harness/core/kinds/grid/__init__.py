@@ -22,6 +22,7 @@ GRID = add(Kind(
                  doc="build the [extra + prod(grid), d_model] table"),
     ),
     conventions=CONVENTIONS, bench_spec=bench_spec,
+    reader="harness.identify.readers.grid", studies=("harness.verbs.precision.grid",),
     bench_sizes=((1024, 16384), (256, 768)),          # a ViT-B/16 at 512 px is 1024 cells x 768
     bench_sizes_quick=((256, 4096), (256, 768)),
     bench_dtypes=("float32", "bfloat16", "float16"),   # DiT and video models run in half precision

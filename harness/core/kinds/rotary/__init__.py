@@ -59,6 +59,7 @@ ROTARY = add(Kind(
         APPLY,
     ),
     conventions=CONVENTIONS, bench_spec=bench_spec,
+    reader="harness.identify.readers.rotary", studies=("harness.verbs.precision.rotary", "harness.verbs.precision.rotary_apply"),
     bench_sizes=((512, 4096, 32768), (64, 128)),
     bench_sizes_quick=((512, 8192), (64, 128)),
     axes=("positions", "head_dim"),

@@ -24,6 +24,7 @@ TIMESTEP = add(Kind(
                         usual=(("cpu", ("timestep-torch-diffusers",)), ("cuda", ("timestep-torch-cuda-diffusers",))),
                         doc="embed the spec's timesteps: [len(timesteps), dim]"),),
     conventions=CONVENTIONS, bench_spec=bench_spec,
+    reader="harness.identify.readers.timestep", studies=("harness.verbs.precision.timestep",),
     bench_sizes=((256, 8192, 65536), (256, 1024)),    # a batch of timesteps x a UNet's widths
     bench_dtypes=("float32", "bfloat16", "float16"),   # diffusion models run in half precision
     bench_sizes_quick=((256, 4096), (256, 1024)),
