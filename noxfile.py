@@ -171,19 +171,23 @@ def triton(session: nox.Session) -> None:
 _JUDGED = ("tests/test_judge_boundary.py", "tests/test_judge_nonfinite.py",
            "tests/test_judge_parts.py", "tests/test_judge_verdicts.py")
 JUDGE: dict[str, tuple[str, ...]] = {
-    "harness/core/checks.py": (*_JUDGED, "tests/test_grid_checks.py", "tests/test_kinds.py"),
-    "harness/core/observe.py": _JUDGED,
+    "harness/core/checks.py": (*_JUDGED, "tests/test_grid_checks.py", "tests/test_kinds.py",
+                               "tests/test_rotary_forms.py"),
+    "harness/core/observe.py": (*_JUDGED, "tests/test_rotary_forms.py"),
+    "harness/core/inplace.py": ("tests/test_rotary_forms.py", "tests/test_judge_verdicts.py"),
     "harness/core/kinds/table/reference.py": ("tests/test_reference.py",
                                               "tests/test_oracle_placement.py"),
     "harness/core/kinds/table/tolerance.py": ("tests/test_judge_tolerance.py",
                                               "tests/test_reference.py"),
     "harness/core/kinds/table/__init__.py": ("tests/test_judge_boundary.py",),
     "harness/core/kinds/rotary/reference.py": ("tests/test_rotary_reference.py",
-                                               "tests/test_rotary_oracle.py"),
+                                               "tests/test_rotary_oracle.py",
+                                               "tests/test_rotary_forms.py"),
     "harness/core/kinds/rotary/tolerance.py": ("tests/test_judge_tolerance.py",
                                                "tests/test_rotary_reference.py"),
     "harness/core/kinds/rotary/apply.py": ("tests/test_rotary_oracle.py",
-                                           "tests/test_judge_boundary.py"),
+                                           "tests/test_judge_boundary.py",
+                                           "tests/test_rotary_forms.py"),
     "harness/core/kinds/grid/reference.py": ("tests/test_grid_oracle.py", "tests/test_judge_tolerance.py"),
     "harness/core/kinds/grid/plan.py": ("tests/test_grid_oracle.py",),
     "harness/core/kinds/timestep/reference.py": ("tests/test_timestep.py",
@@ -200,22 +204,31 @@ MUTANTS_DESELECT = (
     "tests/test_rotary_reference.py::test_an_honest_float32_implementation_passes_every_case",
     "tests/test_bench_validity.py::test_recycled_and_angle_addition_builders_are_not_lookups",
     "tests/test_bench_validity.py::test_a_sweep_records_invalid_cells_and_says_so",
+    "tests/test_rotary_forms.py::test_the_built_in_form_kernels_pass_every_form_in_every_dtype",
+    "tests/test_rotary_forms.py::test_bench_gives_an_in_place_kernel_fresh_inputs_before_every_round_outside_the_timing",
 )
 #: mutmut's working folder: the generated config, and its cache of mutants and results (a rerun
 #: after a change re-tests only the functions that changed).
 MUTANTS_WORK = ROOT / ".nox" / "mutants"
+#: mutmut and what it needs beyond the stack (their pins: the `mutants` block of constraints.txt).
+MUTANTS_SITE = ROOT / ".nox" / "mutants-site"
+MUTANTS_PACKAGES = ("mutmut", "libcst", "setproctitle", "textual", "platformdirs", "coverage")
 KILLED_CODES = {1, 3, 36, -24, 24, 152, 255, -11, -9}   # killed, or a timeout/crash a test saw
 
 
 def mutants_python(session: nox.Session) -> str:
-    """The shared stack with the `mutants` extra (mutmut) too, reinstalled when the pins change."""
+    """The stack's python, with mutmut and what it adds (the `mutants` pins of constraints.txt)
+    installed into MUTANTS_SITE beside the stack, not in it, so the tests' environment is the
+    same with or without it; reinstalled when the pins change."""
     python = stack_python(session)
-    digest = pins_digest()
-    marker = STACK / ".pe-harness-mutants"
-    if not (marker.exists() and marker.read_text() == digest):
-        session.run(python, "-m", "pip", "install", "--quiet", "-c", "constraints.txt",
-                    "-e", ".[all,test,mutants]", external=True)
-        marker.write_text(digest)
+    marker = MUTANTS_SITE / ".pe-harness-mutants"
+    if marker.exists() and marker.read_text() == pins_digest():
+        session.log(f"mutmut already installed in {MUTANTS_SITE}")
+        return python
+    shutil.rmtree(MUTANTS_SITE, ignore_errors=True)
+    session.run(python, "-m", "pip", "install", "--quiet", "--no-deps", "-c", "constraints.txt",
+                "--target", str(MUTANTS_SITE), *MUTANTS_PACKAGES, external=True)
+    marker.write_text(pins_digest())
     return python
 
 
@@ -265,18 +278,35 @@ def mutants_score(work: Path = MUTANTS_WORK) -> tuple[dict[str, tuple[int, int]]
     return score, survivors, untested
 
 
+def tests_digest() -> str:
+    """What the mutants' results were measured with: every file of tests/ (a test changed or
+    added may kill a survivor; mutmut itself re-tests only the mutants of changed functions)."""
+    files = sorted(path for path in (ROOT / "tests").rglob("*.py") if "__pycache__" not in path.parts)
+    return hashlib.sha256(b"".join(bytes(path.relative_to(ROOT)) + path.read_bytes()
+                                   for path in files)).hexdigest()
+
+
 @nox.session(venv_backend="none")
 def mutants(session: nox.Session) -> None:
     """Mutation testing of the modules that decide a verdict (JUDGE): run it before and after
     changing the judge. Prints the score last; the survivors go to .nox/mutants/survivors.txt.
-    `-- NAME_GLOB ...` re-tests only those mutants (mutmut's names); MUTMUT=PATH runs an
-    installed mutmut instead of installing the `mutants` extra into the stack."""
-    mutmut = os.environ.get("MUTMUT") or str(Path(mutants_python(session)).parent / "mutmut")
+    A rerun tests the mutants of the functions that changed, and the survivors again when the
+    tests changed. `-- NAME_GLOB ...` re-tests only those mutants (mutmut's names);
+    MUTANTS_PYTHON=PATH runs a python that already has the stack, skipping the install."""
+    python = os.environ.get("MUTANTS_PYTHON") or mutants_python(session)
+    env = {**QUIET_TF, "PYTHONPATH": str(MUTANTS_SITE)}
     work = mutants_workdir()
-    children = str(max(1, (os.cpu_count() or 2)))
+    mutmut = ("nice", "-n", "10", python, "-m", "mutmut", "run",
+              "--max-children", str(max(1, os.cpu_count() or 2)))
+    marker = work / "tests.sha256"
     with session.chdir(work):
-        session.run("nice", "-n", "15", mutmut, "run", "--max-children", children,
-                    *session.posargs, external=True, env=QUIET_TF)
+        session.run(*mutmut, *session.posargs, external=True, env=env)
+        _, survivors, _ = mutants_score(work)
+        if not session.posargs and survivors and marker.exists() and marker.read_text() != tests_digest():
+            session.log(f"the tests changed: {len(survivors)} survivors tested again")
+            session.run(*mutmut, *(line.split(":")[0] for line in survivors), external=True, env=env)
+    if not session.posargs:
+        marker.write_text(tests_digest())
     score, survivors, untested = mutants_score(work)
     (work / "survivors.txt").write_text("".join(f"{line}\n" for line in survivors))
     for module, (killed, tested) in score.items():

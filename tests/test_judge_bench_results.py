@@ -45,3 +45,48 @@ def test_bench_names_a_stale_result_by_what_was_tried():
         "second call: returned 1 items, expected a tuple (cos, sin)"
 
 
+
+
+def table_cell(dtype: str = "float64") -> Cell:
+    return Cell("x", "numpy", "cpu", "table", "concat", 16, 8, dtype, 1)
+
+
+def test_the_first_values_are_the_well_formed_result_joined_or_none():
+    c = rotary_cell()
+    cos, sin = cos_sin(c)
+    np.testing.assert_array_equal(validity.first_values((cos, sin), c), np.stack([cos, sin]))
+    assert validity.first_values(np.stack([cos, sin]), c) is None        # not the tuple
+    assert validity.first_values((cos.astype(np.float64), sin), c) is None   # another dtype
+    assert validity.first_values((cos[1:], sin), c) is None             # another shape
+
+
+def test_a_timed_tuple_result_is_judged_part_by_part_against_the_first():
+    c = rotary_cell()
+    cos, sin = cos_sin(c)
+    first = validity.first_values((cos, sin), c)
+    assert validity.timed_problem((cos, sin), first, c) is None
+    assert validity.timed_problem((cos, sin + 0.5), first, c).startswith(
+        "a call under the benchmark's timer returned other values than its first call")
+    assert validity.timed_problem((cos, sin[1:]), first, c).startswith(
+        "a call under the benchmark's timer: sin: shape ")
+
+
+def test_a_timed_result_may_stray_up_to_its_bound_from_the_first_and_no_further():
+    """The bound is TIMED_RTOL of the first result's largest magnitude, at least of 1."""
+    c = table_cell()
+    zeros = np.zeros(c.shape)
+    bound = validity.TIMED_RTOL
+    at_bound = zeros.copy()
+    at_bound[3, 5] = bound
+    assert validity.timed_problem(at_bound, zeros, c) is None            # exactly at it: same
+    assert validity.timed_problem(1.5 * at_bound, zeros, c) is not None  # magnitude < 1: bound 1x
+    big = np.full(c.shape, 100.0)
+    assert validity.timed_problem(big + 50 * at_bound, big, c) is None   # 100x the magnitude
+    assert "max difference 0.2" in validity.timed_problem(big + 200 * at_bound, big, c)
+
+
+def test_without_first_values_a_timed_result_is_only_checked_well_formed():
+    c = table_cell()
+    assert validity.timed_problem(np.ones(c.shape), None, c) is None
+    assert validity.timed_problem(np.full(c.shape, np.nan), None, c).startswith(
+        "a call under the benchmark's timer: ")
