@@ -298,15 +298,15 @@ def mutants(session: nox.Session) -> None:
     work = mutants_workdir()
     mutmut = ("nice", "-n", "10", python, "-m", "mutmut", "run",
               "--max-children", str(max(1, os.cpu_count() or 2)))
-    marker = work / "tests.sha256"
+    marker, digest = work / "tests.sha256", tests_digest()   # the tests this run copies
     with session.chdir(work):
         session.run(*mutmut, *session.posargs, external=True, env=env)
         _, survivors, _ = mutants_score(work)
-        if not session.posargs and survivors and marker.exists() and marker.read_text() != tests_digest():
+        if not session.posargs and survivors and marker.exists() and marker.read_text() != digest:
             session.log(f"the tests changed: {len(survivors)} survivors tested again")
             session.run(*mutmut, *(line.split(":")[0] for line in survivors), external=True, env=env)
     if not session.posargs:
-        marker.write_text(tests_digest())
+        marker.write_text(digest)
     score, survivors, untested = mutants_score(work)
     (work / "survivors.txt").write_text("".join(f"{line}\n" for line in survivors))
     for module, (killed, tested) in score.items():
