@@ -99,3 +99,20 @@ def test_compare_fails_a_nan_even_when_the_finiteness_scan_misses_it(monkeypatch
         got = checks.compare(out, expected, np.full((4, 4), 1e-3), "float32")
         assert got.reason is not None, value
         assert (got.worst, got.err_ratio > 1 or np.isnan(got.err_ratio)) == ((3, 3), True)
+
+
+@pytest.mark.parametrize("shape, where, found", [
+    ((5,), (3,), (0, 3)),                      # a 1-D result: one row
+    ((1,), (0,), (0, 0)),                      # a single value
+    ((2, 3, 5), (1, 2, 4), (2, 4)),            # batched: the position within its batch entry
+    ((4, 3, 2), (3, 0, 1), (0, 1)),
+])
+def test_the_scan_counts_every_bad_value_and_places_the_first_in_its_row(shape, where, found):
+    arr = np.zeros(shape)
+    arr[where] = np.nan
+    assert checks.nonfinite(arr) == (1, found)
+    arr.reshape(-1)[-1] = np.inf
+    count = 1 if np.ravel_multi_index(where, shape) == arr.size - 1 else 2
+    assert checks.nonfinite(arr) == (count, found)
+    assert checks.nonfinite(np.zeros(shape)) is None
+    assert checks.nonfinite(np.zeros((0, 3))) is None

@@ -77,3 +77,32 @@ def test_load_and_thread_flags_are_joined():
     running.flag(row(median_s=1e-4))
     both = running.flag(row(threads=2, median_s=1e-3, cores=2, others_busy=1.5))
     assert both.startswith("load: ") and "; threads: 10x slower at 2 threads" in both
+
+
+# -- counting flagged cells: what bench's last lines and the report's first say ---------------
+
+def test_flagged_count_counts_implementation_cells_timed_ok_and_no_roof():
+    frame = pd.DataFrame({
+        "status": ["ok", "ok", "ok", "ok", "error", "ok"],
+        "median_s": [1e-3] * 6,
+        "is_roof": [False, "TRUE", "1", True, False, "false"],
+        "flags": ["load: busy", "load: busy", "threads: slow", "", "load: busy", None],
+    })
+    assert flags.flagged_count(frame) == (1, 2)          # rows 0 and 5 are timed ok, 0 flagged
+    assert flags.flagged_count(frame.iloc[:0]) == (0, 0)
+
+
+def test_each_rule_is_counted_from_the_flags_or_worked_out_from_the_rows():
+    frame = pd.DataFrame({"flags": ["load: busy; threads: 5x", None, "implausible: 3x",
+                                    "clock: off", "reload: no"]})
+    assert flags.kinds(frame) == {"load": 1, "threads": 1, "implausible": 1, "clock": 1}
+    rows = pd.DataFrame([row(threads=1, median_s=1e-3), row(threads=4, median_s=1e-2)])
+    assert flags.kinds(rows) == {"load": 0, "threads": 1, "implausible": 0, "clock": 0}
+
+
+def test_a_missing_identity_field_and_an_empty_one_name_the_same_cell():
+    running = flags.Running()
+    one = row(median_s=1e-4)
+    del one["dtype"]
+    running.flag(one)
+    assert running.flag(row(threads=4, median_s=1e-3, dtype=None)).startswith("threads: 10x")
