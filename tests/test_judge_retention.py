@@ -131,6 +131,7 @@ def test_a_lookup_is_confirmed_by_a_build_of_four_times_the_rows():
 
 @pytest.mark.parametrize("block_rows, lookup", [
     (1024, False),    # at 4x (2048 rows) it keeps 1024 rows: grew by 512 < half of 1536
+    (1280, True),     # grew by exactly half of 1536 rows: the least a lookup grows
     (1400, True),     # grew by 888 rows >= half of 1536: it keeps most of a longer table
     (4096, True),     # at 2048 rows, the whole table: a lookup
 ])
