@@ -78,16 +78,16 @@ def _intro(found: Sequence[Answer], name: str) -> str:
     other = " (the default; `report --convention NAME` for another)" if name == convention.PAPER \
         else ""
     return (f"What to use: the fastest implementation that passes `verify` and builds the "
-            f"**{convention.describe(name)}** table{other}{_family_note(found)}, "
+            f"**{convention.describe(name)}** table{other}{_others_note(found)}, "
             "timed in this run (at the thread count in its row: each group's most), and "
             "how much faster it is than the usual choice: the seed or plain implementation code "
             "starts from on that device, timed beside it.")
 
 
-def _family_note(found: Sequence[Answer]) -> str:
+def _others_note(found: Sequence[Answer]) -> str:
     """Which convention the other kinds' picks build: their kind's first (`convention`)."""
-    named = [f"{w}: {convention.spelled_out(w, convention.family_first(w))}"
-             for w in dict.fromkeys(a.pick.workload for a in found) if convention.family_first(w)]
+    named = [f"{w}: {convention.spelled_out(w, convention.first_of_kind(w))}"
+             for w in dict.fromkeys(a.pick.workload for a in found) if convention.first_of_kind(w)]
     return f" (the rest of the family in its kind's first convention: {', '.join(named)})" if named else ""
 
 

@@ -26,6 +26,10 @@ from harness.core.kinds.table.conventions import CONVENTIONS
 from harness.util.exitcodes import UsageError
 
 PAPER = "paper"
+#: The kind this filter reads field by field: --convention names one of the 1-D table's
+#: CONVENTIONS, matched against its verify rows' own fields; every other kind is recommended
+#: in its kind's first convention (`first_of_kind`, `_others_within`).
+ONE_D = "table"
 #: The Spec fields that make two tables of one shape different tables (base and scale are
 #: checked separately: a convention is defined at the default base and scale).
 FIELDS: Mapping[str, Any] = {"layout": "interleaved", "freq_shift": 0, "offset": 0,
@@ -50,13 +54,13 @@ def describe(name: str) -> str:
             f"{'cos' if f['cos_first'] else 'sin'} first)")
 
 
-def family_first(workload: str) -> str:
+def first_of_kind(workload: str) -> str:
     """The convention another kind's workload is recommended in ('' for the 1-D table's)."""
     try:
         kind = kinds.of_workload(workload)
     except ValueError:
         return ""
-    return "" if kind.name == "table" else kind.first_convention   # the 1-D table reads CONVENTIONS itself
+    return "" if kind.name == ONE_D else kind.first_convention   # the 1-D table's: --convention
 
 
 def spelled_out(workload: str, name: str) -> str:
@@ -80,8 +84,7 @@ def cases(verify: Optional[pd.DataFrame], name: str, offsets: bool = False) -> p
     if verify is None:
         return pd.DataFrame()
     f = fields(name)
-    # CONVENTIONS are the 1-D table's
-    verify = verify[verify["kind"] == "table"] if "kind" in verify else verify
+    verify = verify[verify["kind"] == ONE_D] if "kind" in verify else verify   # CONVENTIONS are its
     if verify.empty or any(f not in verify for f in (*FIELDS, "base", "scale", "d_model")):
         return verify.iloc[0:0]          # no 1-D table was verified in this run
     keep = ((verify["layout"] == f["layout"]) & (verify["freq_shift"].astype(float) == f["freq_shift"])
@@ -106,18 +109,18 @@ def within(bench: pd.DataFrame, verify: Optional[pd.DataFrame], name: str) -> pd
     Roofs stay (every ratio needs them). Without verify.csv, the rows timed in `name`:
     nothing is recommended then anyway, but the tables still show the convention's rows.
     """
-    table = bench["kind"] == "table"      # --convention names the 1-D table's; the others: _family_within
+    table = bench["kind"] == ONE_D      # --convention names the 1-D table's; the others: _others_within
     if verify is None:
         keep = bench["convention"].isin([name, ""]) & table
     else:
         made = producers(verify, name)
         keep = pd.Series([(i, d) in made for i, d in zip(bench["impl"], bench["dtype"])],
                          index=bench.index, dtype=bool) & table
-    family = _family_within(bench[~table], verify).reindex(bench.index, fill_value=False)
-    return bench[keep | family | bench["is_roof"]]
+    others = _others_within(bench[~table], verify).reindex(bench.index, fill_value=False)
+    return bench[keep | others | bench["is_roof"]]
 
 
-def _family_within(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> pd.Series:
+def _others_within(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> pd.Series:
     """Rows of the other kinds timed in their kind's first convention by an implementation
     verify passed on that kind in the row's dtype (no verify: every such row)."""
     first = {name: kind.first_convention for name, kind in kinds.KINDS.items()}

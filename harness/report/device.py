@@ -24,6 +24,9 @@ from harness.util import units
 
 FILL = "roof-torch-cuda-fill"
 HEADLINE = (8192, 1024)          # 32 MiB in float32: fits an H100's 50 MB L2
+#: The workload whose cells make the headline (modes x sizes at HEADLINE, launch overhead): the
+#: 1-D table's, the one every GPU backend builds; every other workload gets its own block.
+HEADLINE_WORKLOAD = "table"
 MODES = ("sync", "flush", "graph")
 DTYPE_ORDER = ("float32", "float16", "bfloat16", "float64")
 
@@ -33,10 +36,9 @@ def section(device: Optional[pd.DataFrame], env: Mapping, verify: Optional[pd.Da
     if device is None or device.empty:
         return ""
     timed = device[device["ok"]]
-    # the headline (modes x sizes) is the 1-D table's; every other workload gets its block
-    rows = timed[timed["workload"] == "table"]
+    rows = timed[timed["workload"] == HEADLINE_WORKLOAD]
     others = [workload_blocks(timed[timed["workload"] == w], w, verify)
-              for w in sorted(set(timed["workload"]) - {"table"})]
+              for w in sorted(set(timed["workload"]) - {HEADLINE_WORKLOAD})]
     if rows.empty:
         return markdown.join(markdown.heading(2, "GPU"), _facts(env) + ". " + _ROOF_TEXT, *others) \
             if any(others) else ""

@@ -28,6 +28,7 @@ DEVICE_BASELINES: Mapping[tuple[str, str], tuple[str, ...]] = {
     (w.name, device): names for k in kinds.KINDS.values() for w in k.workloads for device, names in w.usual}
 #: Seed 000 (torch stack-flatten): the reference point of the speed targets.
 SEED_000 = "seed-torch-stack"
+SEED_WORKLOAD = "table"          # what seed 000 builds: the report never imports an implementation
 #: IQR/median above which a cell is flagged as noisy (docs/design.md, measurement rules).
 
 

@@ -17,7 +17,8 @@ from harness.report.compare import MIN_SHARED_PCT, changes, require_overlap
 from harness.report.figures import palette
 from harness.report.frontier import ACCURACY_DTYPE, Tradeoff, reference_size, tradeoff
 from harness.report.load import Run, load_run
-from harness.report.measures import DEFAULT_BASELINES, SEED_000, baselines, dtype_order, timed, workload_rank
+from harness.report.measures import (DEFAULT_BASELINES, SEED_000, SEED_WORKLOAD, baselines, dtype_order, timed,
+                                     workload_rank)
 from harness.report.recommend import Recommendation, recommend
 from harness.runs.results import ANSWER
 from harness.util import io
@@ -118,7 +119,8 @@ def _workloads(run: Run) -> list[str]:
 
 def _ratios_for(workload: str, named: dict[str, str]) -> list[str]:
     """Baselines quoted in the accuracy-vs-speed table: the workload's, and seed 000 for tables."""
-    extra = [SEED_000] if workload == "table" and named[workload] != SEED_000 else []   # seed 000 is a table
+    # seed 000 builds the 1-D table: the speed targets' reference point is quoted there only
+    extra = [SEED_000] if workload == SEED_WORKLOAD and named[workload] != SEED_000 else []
     return [named[workload], *extra]
 
 
