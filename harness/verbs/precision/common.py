@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 import numpy as np
+
+from harness.core import kinds
 
 TWO_PI = 2.0 * math.pi
 HALF_DTYPES = ("float16", "bfloat16")
@@ -55,6 +58,22 @@ def reduced(theta: np.ndarray) -> np.ndarray:
 
 def max_error(got: np.ndarray, expected: np.ndarray) -> float:
     return float(np.abs(got - expected).max()) if np.isfinite(got).all() else math.inf
+
+
+def sweep(kind: str, study: str, probes: Iterable[float], probe: Callable[[Any, str], Any],
+          methods: Callable[[str], dict[str, Callable[[Any], np.ndarray]]]) -> list[Point]:
+    """Every method's largest error against the kind's float64 reference, at every probe in every
+    dtype (`probe(at, dtype)` is the spec; `methods(dtype)`: name -> spec -> the result)."""
+    points = []
+    for at in probes:
+        for dtype in DTYPES:
+            spec = probe(at, dtype)
+            ref = kinds.reference(spec)
+            for name, method in methods(dtype).items():
+                with np.errstate(all="ignore"):
+                    err = max_error(method(spec), ref)
+                points.append(Point(kind, study, f"{name} {dtype}", name, dtype, at, err))
+    return points
 
 
 def log_starts(last: int, per_octave: int) -> list[int]:

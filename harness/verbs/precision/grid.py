@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core import kinds
 from harness.core.kinds.grid import plan
 from harness.core.kinds.grid.spec import GridSpec
 from harness.verbs.precision.study import Study
 from harness.verbs.precision.verdicts import Axis
-from harness.verbs.precision.common import DTYPES, HALF_DTYPES, Point, max_error, numpy64, tensor
+from harness.verbs.precision.common import HALF_DTYPES, Point, numpy64, sweep, tensor
 
 D_MODEL = 64
 SIDES = (16, 32, 64, 128, 256)
@@ -57,15 +56,9 @@ def methods(dtype: str) -> dict[str, str]:
 
 
 def measure(sides: tuple[int, ...]) -> list[Point]:
-    points = []
-    for side in sides:
-        for dtype in DTYPES:
-            spec = probe(side, dtype)
-            ref = kinds.reference(spec)
-            for name, work in methods(dtype).items():
-                err = max_error(table(spec, work), ref)
-                points.append(Point("grid", "grid", f"{name} {dtype}", name, dtype, side, err))
-    return points
+    return sweep("grid", "grid", sides, probe,
+                 lambda dtype: {name: (lambda spec, work=work: table(spec, work))
+                                for name, work in methods(dtype).items()})
 
 
 STUDIES = (

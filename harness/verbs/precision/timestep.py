@@ -21,13 +21,11 @@ import math
 
 import numpy as np
 
-from harness.core import kinds
 from harness.core.kinds.timestep.reference import angles
 from harness.core.kinds.timestep.spec import TimestepSpec
 from harness.verbs.precision.study import Study
 from harness.verbs.precision.verdicts import Axis
-from harness.verbs.precision.common import (DTYPES, HALF_DTYPES, Point, max_error, numpy64, reduced,
-                                                   tensor, torch_dtype)
+from harness.verbs.precision.common import HALF_DTYPES, Point, numpy64, reduced, sweep, tensor, torch_dtype
 
 DIM = 320
 WINDOW = 8
@@ -74,16 +72,7 @@ def methods(dtype: str) -> dict:
 
 
 def measure(starts: tuple[float, ...]) -> list[Point]:
-    points = []
-    for t0 in starts:
-        for dtype in DTYPES:
-            spec = probe(t0, dtype)
-            ref = kinds.reference(spec)
-            for name, method in methods(dtype).items():
-                with np.errstate(all="ignore"):
-                    err = max_error(method(spec), ref)
-                points.append(Point("timestep", "embedding", f"{name} {dtype}", name, dtype, t0, err))
-    return points
+    return sweep("timestep", "embedding", starts, probe, methods)
 
 
 STUDIES = (
