@@ -214,13 +214,14 @@ def test_the_parent_keeps_quiet_while_a_worker_times(tmp_path):
 
 def test_a_jit_implementations_first_call_is_cold_at_every_size_it_is_reported_at(tmp_path):
     """Two implementations of a backend that compiles on first use, sharing its cache, at two
-    sizes: each implementation x dtype starts in a fresh worker, so its first first call pays
-    the compile; the next size's is marked warm, and the report's first call is the cold one."""
+    sizes, with --full: each implementation x dtype starts in a fresh worker, so its first first
+    call pays the compile; the next size's is marked warm, and the report's first call is the
+    cold one (without --full they share a worker: test_bench_units)."""
     from harness.report import load_run
     from harness.report.recommend import recommend
 
     proc, run_dir = bench(tmp_path, "--plugin", str(PLUGINS / "jit.py"), "--only", "bt-jit-*",
-                          "--lengths", "8,16", "--attempts", "1")
+                          "--lengths", "8,16", "--attempts", "1", "--full")
     assert proc.returncode == 0, proc.stderr
     rows = by_impl(table(run_dir)).reset_index()
     assert len(rows) == 4 and (rows["status"] == "ok").all(), rows["reason"]

@@ -186,16 +186,31 @@ def test_peak_memory_counts_temporaries_freed_within_the_call():
     assert host._rss_delta(call) < 32e6   # what the after-minus-before delta saw: 8 MB
 
 
-def test_the_default_grid_thins_each_axis_and_full_keeps_every_size():
-    from harness.bench.grid import DEFAULT_D_MODELS, DEFAULT_LENGTHS, default_grid, spread
+def test_the_default_grid_times_one_landmark_per_size_regime_and_full_every_size():
+    from harness.bench.grid import DEFAULT_D_MODELS, default_grid, landmarks
 
-    assert spread((1, 2, 3, 4, 5)) == (1, 3, 5) and spread((1, 2)) == (1, 2)
     thin, full = default_grid(2).shapes(), default_grid(2, full=True).shapes()
-    assert set(thin) < set(full)
-    assert {n for n, _ in thin} == set(spread(DEFAULT_LENGTHS))
+    assert len(thin) == 3 and set(thin) < set(full)
     assert {d for _, d in full} == set(DEFAULT_D_MODELS)
     regimes = {min(2, (n * d > 2**16) + (n * d >= 2**24)) for n, d in thin}
     assert regimes == {0, 1, 2}                             # small, medium and large all timed
+    assert max(thin, key=lambda s: s[0] * s[1]) == max(full, key=lambda s: (s[0] * s[1], s[0]))
+    quick = default_grid(2, quick=True).shapes()
+    assert len(quick) == 2 and min(n * d for n, d in quick) <= 2**16
+    # the largest small one, the largest, and the one nearest their geometric mean
+    shapes = [(a, b) for a in (16, 256, 4096) for b in (8, 64, 256)]
+    assert landmarks(shapes, 3) == [(256, 256), (4096, 64), (4096, 256)]
+    assert landmarks(shapes, 2) == [(256, 256), (4096, 256)]
+    assert landmarks([(8, 8)], 3) == [(8, 8)]
+
+
+def test_a_quick_grid_times_all_cores_only_and_lengths_given_are_timed_in_every_combination():
+    from harness.bench.grid import Grid, default_grid
+
+    assert default_grid(4, quick=True).threads == (4,)
+    assert default_grid(4).threads == (1, 4)
+    given = Grid((8, 16), (4, 6), (), (1,))
+    assert sorted(given.shapes()) == [(8, 4), (8, 6), (16, 4), (16, 6)]
 
 
 def test_quick_runs_no_conventions_study_and_refuses_full(tmp_path, capsys):
@@ -230,3 +245,56 @@ def test_apply_roofs_stand_beside_every_form_they_declare():
         assert [tuple(o.shape) for o in out] == [q.shape, k.shape]
         np.testing.assert_array_equal(np.asarray(out[1], dtype=np.float64), 2 * k)
     assert ROOF_REGISTRY.get("roof-torch-cuda-copy-apply").supports(gqa) is None
+
+
+def test_an_all_core_cell_proven_far_behind_at_one_thread_is_left_out():
+    from harness.bench.prune import FAR, far_behind
+
+    def one(impl: str, median_s: float, **extra) -> dict:
+        return {**ok(cell(impl=impl), median_s), "cores": 2, "others_busy": 0.0, **extra}
+
+    fast, slow = one("fast", 1e-3), one("slow", 2 * FAR * 1e-3 * 1.01)
+    at_two = cell(impl="slow", threads=2)
+    assert "far behind" in far_behind(at_two, [fast, slow])
+    # within reach if it scaled perfectly: timed
+    assert far_behind(at_two, [fast, one("slow", 2 * FAR * 1e-3 * 0.99)]) is None
+    # a 1-thread time taken under load proves nothing; nor does a 1-thread cell, or a roof
+    assert far_behind(at_two, [fast, one("slow", 1.0, others_busy=1.9)]) is None
+    assert far_behind(cell(impl="slow"), [fast, slow]) is None
+    assert far_behind(cell(impl="slow", threads=2, is_roof=True), [fast, slow]) is None
+    # another size, dtype or thread count is no sibling
+    assert far_behind(cell(impl="slow", threads=2, length=128), [fast, slow]) is None
+
+
+def test_the_usual_choice_is_timed_at_all_cores_however_far_behind():
+    from harness.bench.prune import far_behind
+    from harness.core import kinds
+
+    usual = kinds.named("table").workload("table").usual_on("cpu")[0]
+    rows = [{**ok(cell(impl=i), t), "cores": 2, "others_busy": 0.0}
+            for i, t in (("fast", 1e-6), (usual, 1.0))]
+    assert far_behind(cell(impl=usual, threads=2), rows) is None
+
+
+def test_jit_implementations_share_a_worker_unless_full_and_later_first_calls_say_shared(monkeypatch):
+    from types import SimpleNamespace
+
+    from harness.bench import worker
+    from harness.bench.sweep import groups
+
+    jit = [Cell(i, "numba", "cpu", "table", "paper", 64, 64, d, 1) for i in ("a", "b")
+           for d in ("float32", "float64")]
+    shared = groups(jit)
+    assert len(shared) == 1 and shared[0].shared_jit
+    alone = groups(jit, cold_starts=True)
+    assert len(alone) == 4 and not any(g.shared_jit for g in alone)
+    assert not groups([cell(impl="a"), cell(impl="b")])[0].shared_jit      # numpy: not a JIT
+
+    monkeypatch.setattr(worker, "measure", lambda *a, **k: Outcome("ok", build_s=0.1,
+                                                                   first_call_s=0.1))
+    for shared_jit, second in ((True, "shared"), (False, "cold")):
+        w = object.__new__(worker.Worker)
+        w.config, w.thread_settings, w.called = SimpleNamespace(shared_jit=shared_jit,
+                                                                 timing=TIMING), "t", set()
+        labels = [w._measure(None, c, None).first_call for c in (jit[0], jit[2], jit[0])]
+        assert labels == ["cold", second, "warm"]

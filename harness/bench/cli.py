@@ -17,6 +17,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
+
 from harness.bench import console, options, post, sweep
 from harness.bench.grid import plan
 from harness.core.registry import Implementation
@@ -35,7 +37,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     chosen = selection.chosen(impls, opts.only, timing=True)
     if opts.dry_run:
         cells = plan(chosen, opts.grid)
-        print("\n".join(sweep.describe(cells, sweep.groups(cells.cells))))
+        print("\n".join(sweep.describe(cells, sweep.groups(cells.cells, opts.grid.full))))
         return exitcodes.OK
     run_dir = sweep.open_run(opts, sys.argv, cpus.usable())
     try:
@@ -68,7 +70,7 @@ def _sweep_and_post(opts: options.SweepOptions, run_dir: sweep.RunDir,
         return exitcodes.OK
     steps = post.run_all(run_dir.path, opts.plugins, opts.only, opts.quick,
                          keep_fds=run_dir.lock.fds if run_dir.lock else (), verbs=verbs,
-                         console=screen)
+                         console=screen, extra={"verify": verify_scope(frame)})
     screen.close()
     print("\n".join(_answer(run_dir.path)), flush=True)
     failed = [s.name for s in steps if s.failed]
@@ -86,6 +88,16 @@ def _answer(run_dir: Path) -> list[str]:
     where = [f"report: {run_dir / name}" for name in ("report.md", "report.html")
              if (run_dir / name).is_file()]
     return (["", "answer:", *(f"  {line}" for line in lines)] if lines else []) + where
+
+
+def verify_scope(frame: pd.DataFrame) -> list[str]:
+    """Verify what the sweep timed, in the dtypes it timed them (a --quick sweep's float32
+    needs no float16 case, and each dtype costs its Numba kernels a compile)."""
+    mine = frame[~frame["is_roof"].astype(bool)] if len(frame) else frame
+    if not len(mine):
+        return []
+    return (["--dtypes", ",".join(sorted(set(mine["dtype"].astype(str))))]
+            + [a for name in sorted(set(mine["impl"])) for a in ("--only", name)])
 
 
 def post_verbs(chosen: list[Implementation], quick: bool = False) -> list[str]:

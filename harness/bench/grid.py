@@ -13,6 +13,7 @@ slower still is left to the budgets (`budget`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional, Sequence
 
@@ -36,10 +37,10 @@ DEVICE_DTYPES = ("float32", "float16", "bfloat16")
 
 @dataclass(frozen=True)
 class Grid:
-    """The axes of a sweep; every combination within `max_elements` is a cell. Empty
-    `lengths`, `d_models` or `dtypes` mean each kind's own defaults (`quick` ones with quick);
-    by default each kind's axes are thinned to their first, middle and last values (every size
-    regime still answered in two thirds of the cells), `full` keeps every value."""
+    """The axes of a sweep. Empty `lengths`, `d_models` or `dtypes` mean each kind's own
+    defaults (`quick` ones with quick), of which a sweep times a few landmark shapes (one per
+    size regime the report answers: `landmarks`) unless `full` asks for every combination;
+    lengths or widths given on the command line are timed in every combination."""
 
     lengths: tuple[int, ...]
     d_models: tuple[int, ...]
@@ -61,15 +62,15 @@ class Grid:
         """(length, width) pairs of `kind` (the 1-D table's by default) whose table fits
         `max_elements`; none at all is an error."""
         sizes = kind.bench_sizes_quick if self.quick else kind.bench_sizes
-        if not (self.quick or self.full):
-            sizes = (spread(sizes[0]), spread(sizes[1]))
         lengths, widths = self.lengths or sizes[0], self.d_models or sizes[1]
         shapes = [(n, d) for n in lengths for d in widths if n * d <= self.max_elements]
         if not shapes:
             raise UsageError(f"--max-elements {self.max_elements} leaves no (length, d_model) pair "
                              f"of --lengths {lengths} x --d-models {widths}: raise it "
                              "or choose smaller sizes")
-        return shapes
+        if self.full or self.lengths or self.d_models:
+            return shapes
+        return landmarks(shapes, 2 if self.quick else 3)
 
     def dtypes_of(self, kind: kinds.Kind) -> tuple[str, ...]:
         return self.dtypes or (kind.bench_dtypes_quick if self.quick else kind.bench_dtypes)
@@ -78,16 +79,34 @@ class Grid:
         return not self.workloads or workload in self.workloads
 
 
-def spread(values: tuple[int, ...]) -> tuple[int, ...]:
-    """The first, middle and last of an axis (all of it when it has three or fewer)."""
-    if len(values) <= 3:
-        return values
-    return (values[0], values[len(values) // 2], values[-1])
+#: Elements (length x width) up to which a table is small: the report's first size regime.
+SMALL_ELEMENTS = 2**16
+
+
+def landmarks(shapes: Sequence[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """`count` (2 or 3) shapes that answer each size regime the report speaks of: the largest
+    small one (<= SMALL_ELEMENTS, else the smallest), the largest, and with three the one
+    nearest their geometric mean in elements. A tie goes to the longer table. Timing every
+    combination of a kind's axes (`--full`) answers the same questions in three times the cells."""
+    def size(shape: tuple[int, int]) -> tuple[int, int]:
+        return (shape[0] * shape[1], shape[0])
+
+    ordered = sorted(set(shapes), key=size)
+    small = [s for s in ordered if size(s)[0] <= SMALL_ELEMENTS]
+    first, last = (small[-1] if small else ordered[0]), ordered[-1]
+    chosen = [first, last]
+    middle = [s for s in ordered if s not in chosen]
+    if count >= 3 and middle:
+        centre = math.log(size(first)[0] * size(last)[0]) / 2
+        chosen.insert(1, min(middle, key=lambda s: (abs(math.log(size(s)[0]) - centre), -s[0])))
+    return sorted(set(chosen), key=size)
 
 
 def default_grid(cores: int, quick: bool = False, full: bool = False) -> Grid:
-    """Each kind's sizes and dtypes, 1 and all cores (GPU cells in every mode; --quick: sync)."""
-    threads = tuple(sorted({1, cores}))
+    """Each kind's sizes and dtypes, at 1 and all cores (GPU cells in every mode). --quick: at
+    all cores only (what is fastest here; how each scales is the default sweep's question), GPU
+    cells synced only."""
+    threads = (cores,) if quick else tuple(sorted({1, cores}))
     return Grid((), (), (), threads, modes=QUICK_MODES if quick else MODES, quick=quick,
                 full=full)
 

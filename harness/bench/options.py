@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness.bench.grid import (DEFAULT_D_MODELS, DEFAULT_LENGTHS, DEFAULT_MAX_ELEMENTS,
-                                DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid, spread)
+                                DEVICE_DTYPES, QUICK_D_MODELS, QUICK_LENGTHS, Grid, default_grid)
 from harness.bench.modes import MODES, QUICK_MODES
 from harness.bench.remeasure import MAX_ATTEMPTS
 from harness.bench.settings import QUICK_LIMITS, QUICK_TIMING, Limits, Timing
@@ -50,13 +50,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add bench's options (--plugin, --only, --out and --quick come from the CLI)."""
     grid = parser.add_argument_group("sweep axes (comma-separated lists)")
     grid.add_argument("--lengths", metavar="N,..", help="positions, grid cells or timesteps, for "
-                      "every kind (default: each kind's own; a 1-D table's "
-                      f"{_csv(spread(DEFAULT_LENGTHS))}, --full {_csv(DEFAULT_LENGTHS)}, --quick "
-                      f"{_csv(QUICK_LENGTHS)})")
+                      "every kind, timed in every combination with the widths (default: a few "
+                      "landmark shapes of each kind's own axes, one per size regime; a 1-D "
+                      f"table's axes are {_csv(DEFAULT_LENGTHS)}, --quick {_csv(QUICK_LENGTHS)})")
     grid.add_argument("--d-models", metavar="D,..", help="even widths (d_model, head_dim, dim) for "
-                      f"every kind (default: each kind's own; a 1-D table's "
-                      f"{_csv(spread(DEFAULT_D_MODELS))}, --full {_csv(DEFAULT_D_MODELS)}, --quick "
-                      f"{_csv(QUICK_D_MODELS)})")
+                      f"every kind (default: as --lengths; a 1-D table's {_csv(DEFAULT_D_MODELS)}, "
+                      f"--quick {_csv(QUICK_D_MODELS)})")
     grid.add_argument("--dtypes", metavar="T,..", help=f"CPU dtypes, of {_csv(DTYPES)} (default: "
                       "each kind's own; float32,float64 for most; --quick float32)")
     grid.add_argument("--threads", metavar="N,..",
@@ -68,8 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--modes", metavar="M,..", help=f"how GPU cells are timed, of {_csv(MODES)} "
                       f"(default all; --quick {_csv(QUICK_MODES)}; see harness.bench.modes)")
     grid.add_argument("--full", action="store_true",
-                      help="every size of each kind (by default each axis is thinned to its first, "
-                      "middle and last value: every size regime, about half the time)")
+                      help="every combination of each kind's sizes, and JIT implementations' first "
+                      "calls each in a fresh process (by default: three landmark shapes per kind, "
+                      "small, medium and large, and one worker per backend)")
     grid.add_argument("--batch", type=int,
                       help="batch of x for forward and of q, k for rotary apply (default: each "
                       f"workload's own, {_bench_sizes('bench_batch', 'batched')})")

@@ -23,7 +23,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Optional, Protocol, Sequence
+from types import MappingProxyType
+from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 from harness.core.isolate import describe_exit
 from harness.util import exitcodes, io, lifeline
@@ -57,9 +58,9 @@ class Step:
 
 def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[str],
              quick: bool, keep_fds: Sequence[int] = (),
-             tick: Callable[[], None] = lambda: None) -> Step:
+             tick: Callable[[], None] = lambda: None, extra: Sequence[str] = ()) -> Step:
     target = [str(run_dir)] if verb == "report" else []      # report reads the run it writes to
-    argv = [sys.executable, "-m", "harness", verb, *target, "--out", str(run_dir)]
+    argv = [sys.executable, "-m", "harness", verb, *target, "--out", str(run_dir), *extra]
     argv += [a for p in plugins for a in ("--plugin", p)]
     argv += [a for g in only for a in ("--only", g)]
     argv += ["--quick"] if quick else []
@@ -95,16 +96,19 @@ def _env(line: lifeline.Lifeline) -> dict[str, str]:
 
 def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: bool,
             keep_fds: Sequence[int] = (), verbs: Optional[Sequence[str]] = None,
-            console: Optional[Reporter] = None) -> list[Step]:
-    """Every post-step in order, each shown as it starts and ends (on `console`, else printed);
-    post_failures.json before the report, post.json at the end."""
+            console: Optional[Reporter] = None,
+            extra: Mapping[str, Sequence[str]] = MappingProxyType({})) -> list[Step]:
+    """Every post-step in order, each shown as it starts and ends (on `console`, else printed),
+    each verb with its `extra` arguments; post_failures.json before the report, post.json at
+    the end."""
     say = console or _Printer()
     steps: list[Step] = []
     for verb in [*(VERBS if verbs is None else verbs), "report"]:
         if verb == "report":
             write_failures(run_dir, steps)
         say.begin(verb)
-        steps.append(run_verb(verb, run_dir, plugins, only, quick, keep_fds, say.tick))
+        steps.append(run_verb(verb, run_dir, plugins, only, quick, keep_fds, say.tick,
+                              extra.get(verb, ())))
         say.end(verb, _describe(steps[-1]))
     write_failures(run_dir, steps)
     io.write_text(run_dir / FILENAME, json.dumps([asdict(s) for s in steps], indent=2) + "\n")

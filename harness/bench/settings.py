@@ -63,6 +63,8 @@ class WorkerConfig:
     heartbeat: str
     timing: Timing
     limits: Limits
+    #: several implementations of a backend that compiles on first use share this worker
+    shared_jit: bool = False
 
     def save(self, path: Path) -> Path:
         data = {**asdict(self), "cells": [c.as_dict() for c in self.cells]}
@@ -75,4 +77,5 @@ class WorkerConfig:
                    plugins=tuple(data["plugins"]),
                    cells=tuple(Cell.from_dict(c) for c in data["cells"]),
                    run_dir=data["run_dir"], heartbeat=data["heartbeat"],
-                   timing=Timing(**data["timing"]), limits=Limits(**data["limits"]))
+                   timing=Timing(**data["timing"]), limits=Limits(**data["limits"]),
+                   shared_jit=bool(data.get("shared_jit", False)))

@@ -43,11 +43,14 @@ SUITE = Path(__file__).with_name("suite.py")
 
 @dataclass(frozen=True)
 class Group:
-    """The cells one worker process runs: one backend at one thread count."""
+    """The cells one worker process runs: one backend at one thread count. `shared_jit`: the
+    backend compiles on first use and several implementations share this worker, so only its
+    first first-call is cold."""
 
     backend: str
     threads: int
     cells: tuple[Cell, ...]
+    shared_jit: bool = False
 
     @property
     def name(self) -> str:
@@ -121,7 +124,7 @@ class Supervisor:
         stem = unique_path(work, group.name, ".json").stem
         config = WorkerConfig(group.backend, group.threads, self.plugins, tuple(pending),
                               str(self.run_dir), str(work / f"{stem}.heartbeat"),
-                              self.timing, self.limits)
+                              self.timing, self.limits, group.shared_jit)
         argv, env = self._command(group, config.save(work / f"{stem}.json"))
         tag = reaper.new_tag()
         with open(self.run_dir / "logs" / f"{group.name}.log", "a") as log, \

@@ -45,18 +45,22 @@ class RunDir:
     lock: Optional[RunLock] = field(default=None, compare=False)
 
 
-def groups(cells: Iterable[Cell]) -> list[Group]:
-    """(threads, backend) groups, and for a backend that compiles on first use (its adapter's
-    `jit`) one per implementation x dtype, so that its first call is cold; within one, each
-    implementation's cells smallest first."""
+def groups(cells: Iterable[Cell], cold_starts: bool = False) -> list[Group]:
+    """(threads, backend) groups, each implementation's cells smallest first. With
+    `cold_starts`, a backend that compiles on first use (its adapter's `jit`) gets one per
+    implementation x dtype, so that its first call is cold; without, its implementations share
+    a worker (a compile once per kernel, not once per implementation: the first calls after the
+    worker's first are labelled `shared`, never `cold`)."""
     by_group = sorted(cells, key=lambda c: (c.threads, c.backend, c.impl, c.workload, c.device,
                                             c.dtype, c.elements, c.length))
-    return [Group(key[1], key[0], tuple(members)) for key, members in groupby(by_group, key=_worker)]
+    return [Group(key[1], key[0], tuple(members), shared_jit=backends.get(key[1]).jit
+                  and not cold_starts)
+            for key, members in groupby(by_group, key=lambda c: _worker(c, cold_starts))]
 
 
-def _worker(cell: Cell) -> tuple:
+def _worker(cell: Cell, cold_starts: bool) -> tuple:
     """Cells with the same value share a worker process."""
-    alone = (cell.impl, cell.dtype) if backends.get(cell.backend).jit else ()
+    alone = (cell.impl, cell.dtype) if cold_starts and backends.get(cell.backend).jit else ()
     return (cell.threads, cell.backend, *alone)
 
 
@@ -123,7 +127,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
     for cell, reason in cells.unsupported:
         if cell.key not in done:
             journal.append(path, row(cell, Outcome("skip", reason)))
-    todo = groups(c for c in cells.cells if c.key not in done)
+    todo = groups((c for c in cells.cells if c.key not in done), opts.grid.full)
     console.say(f"bench: run {run_dir.run_id} in {run_dir.path}"
                 + (f" (resumed: {len(done)} cells already done)" if done else ""))
     planned = describe(cells, todo)
@@ -155,10 +159,10 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
         console.say(f"bench: measuring {len(cells_now)} cell(s) again, flagged for load or noise",
                     screen=console.verbose)
         start = time.monotonic()
-        for group in groups(cells_now):
+        for group in groups(cells_now, opts.grid.full):
             if limits.deadline is not None and time.time() >= limits.deadline:
                 break
-            supervisor.run(Group(group.backend, group.threads, tuple(interleave(group.cells))))
+            supervisor.run(replace(group, cells=tuple(interleave(group.cells))))
             write_csv(run_dir)
         retries.timed(time.monotonic() - start)
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from harness import implementations
-from harness.bench import budget, modes, threads
+from harness.bench import budget, modes, prune, threads
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.measure import error_reason, measure
 from harness.bench.roofs import ROOF_REGISTRY
@@ -51,7 +51,8 @@ class Worker:
     def run(self, cell: Cell, benchmark: Any) -> None:
         """Announce, maybe skip, measure and record one cell."""
         self._beat(cell)
-        reason = budget.skip_reason(cell, self.history, self.config.timing, self.config.limits)
+        reason = (prune.far_behind(cell, self.history)
+                  or budget.skip_reason(cell, self.history, self.config.timing, self.config.limits))
         if reason:
             self._record(cell, Outcome("skip", reason, thread_settings=self.thread_settings))
             pytest.skip(reason)
@@ -67,15 +68,21 @@ class Worker:
             pytest.fail(f"{outcome.status}: {outcome.reason}", pytrace=False)
 
     def _measure(self, impl: Implementation, cell: Cell, benchmark: Any) -> Outcome:
-        """Measure, and say whether the first call found this implementation's caches cold."""
-        warm = (cell.impl, cell.dtype) in self.called
+        """Measure, and say whether the first call found this implementation's caches cold:
+        `warm` after its own earlier call here, `shared` when other implementations of a JIT
+        backend ran here first (their compiled code may be its own), else `cold`."""
+        label = "cold"
+        if (cell.impl, cell.dtype) in self.called:
+            label = "warm"
+        elif self.config.shared_jit and self.called:
+            label = "shared"
         outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing,
                           on_timing=lambda: self._beat(cell, "timing"))
         if not math.isnan(outcome.build_s):        # built: its first call ran, or tried to
             self.called.add((cell.impl, cell.dtype))
         if math.isnan(outcome.first_call_s):
             return outcome
-        return replace(outcome, first_call="warm" if warm else "cold")
+        return replace(outcome, first_call=label)
 
     def _beat(self, cell: Cell, phase: str = "") -> None:
         """The heartbeat: the cell now running, since when, and (`timing`) that its timed

@@ -9,7 +9,8 @@ median_s / roof_s, so 1 means "as fast as the limit allows". `flags` says why
 a timing may be distorted by other processes (harness.bench.contention: load,
 or far slower at more threads than at one); a flagged roof is no yardstick.
 `first_call` says whether `first_call_s` found the implementation's caches
-`cold` (its first call in a fresh worker) or `warm` (harness.bench.cells.Outcome).
+`cold` (its first call in a fresh worker), `warm`, or `shared` (a JIT backend's
+worker where other implementations ran first; harness.bench.worker).
 `status` `invalid`: the cell's result or callable failed bench's checks
 (harness.bench.validity), and it was not timed.
 """

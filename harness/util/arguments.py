@@ -40,3 +40,13 @@ def writable_dir(text: str, option: str = "--out") -> Path:
         raise UsageError(f"{option} {text}: cannot write in {existing} "
                          f"({exc.strerror or exc})") from None
     return path
+
+
+def names(text: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """'a,b' -> ('a', 'b'), each one of `allowed`; () for an empty text."""
+    chosen = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    wrong = [n for n in chosen if n not in allowed]
+    if wrong:
+        raise UsageError(f"{option} takes a comma-separated list of {','.join(allowed)}; "
+                         f"got {wrong[0]!r}")
+    return chosen

@@ -35,6 +35,7 @@ from harness.core.contract import GRADES, at_least
 from harness.core.observe import Observation, Plan, observe_all
 from harness.core.registry import Implementation
 from harness.core import selection
+from harness.core.kinds.fields import DTYPES
 from harness.core.kinds.table.spec import Spec
 from harness.util import arguments, exitcodes, io, jsonout, tables
 
@@ -240,6 +241,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the grade every passing case must meet: float32 (the default: angles "
                              "as if formed in float32) or exact (a few ulps of the output dtype at "
                              "every position); anything less fails")
+    parser.add_argument("--dtypes", metavar="T,..", default="",
+                        help=f"check only the cases of these output dtypes, of {','.join(DTYPES)} "
+                             "(default: every dtype; bench's post-step checks the dtypes it timed)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (per-implementation counts and every failing "
                              "check) on stdout instead of the table; progress goes to stderr")
@@ -277,8 +281,9 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     chosen = selection.chosen(impls, args.only)
     by_kind = {k: [i for i in chosen if i.kind == k] for k in dict.fromkeys(i.kind for i in chosen)}
     seed = args.seed if args.seed is not None else draw_seed()
-    cases = {k: kinds.named(k).cases(quick=args.quick, n_random=n_random, seed=seed)
-             for k in by_kind}
+    dtypes = arguments.names(getattr(args, "dtypes", ""), "--dtypes", DTYPES) or DTYPES
+    cases = {k: [s for s in kinds.named(k).cases(quick=args.quick, n_random=n_random, seed=seed)
+                 if s.dtype in dtypes] for k in by_kind}
     specs = [spec for k in by_kind for spec in cases[k]]
     out = Path(args.out)
     as_json = getattr(args, "json", False)
