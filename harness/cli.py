@@ -136,15 +136,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _implementations(module: object, args: argparse.Namespace) -> list:
-    """What the verb works on. A verb that judges apart (`JUDGE_APART`, verify) gets the
+    """What the verb works on. A verb that judges apart (`JUDGE_APART`: verify, bench) gets the
     implementations' identities only, learned from a child, so that this process never imports
-    one; the others load them here, after a child has loaded any user plugin first (a plugin
-    that exits at import is then a usage error naming it, not a verb that ran nothing)."""
+    one (a verb that plans asks that child its `questions(args)` too: the specs whose
+    `supports` answers it needs); the others load them here, after a child has loaded any user
+    plugin first (a plugin that exits at import is then a usage error naming it, not a verb
+    that ran nothing)."""
     from harness import implementations
     from harness.core import catalog, plugins
 
     if getattr(module, "JUDGE_APART", False) and not getattr(args, "in_process", False):
-        return catalog.entries(args.plugin)
+        questions = getattr(module, "questions", None)
+        return catalog.entries(args.plugin, questions(args) if questions else ())
     if args.plugin or plugins.env_plugins():
         catalog.entries(args.plugin)
     return implementations(args.plugin)

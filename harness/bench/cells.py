@@ -153,6 +153,9 @@ class Outcome:
     #: seconds the cell's own timer counted over calibration and the timed rounds; the
     #: supervisor holds them against its own clock (harness.bench.supervisor)
     timer_s: float = math.nan
+    #: the first call's and a timed call's values at the run's sampled places, judged against
+    #: the reference by the supervisor (harness.bench.fingerprint)
+    sampled: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -16,16 +16,48 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from harness.bench import console, options, post, sweep
-from harness.bench.grid import plan
+from harness.bench.grid import Grid, plan
+from harness.core import kinds, selection
 from harness.core.registry import Implementation
-from harness.core import selection
 from harness.runs import results
 from harness.runs.results import FILENAME as CSV
 from harness.util import cpus, exitcodes
+from harness.util.exitcodes import UsageError
+
+#: The cli hands bench the implementations' identities and their own `supports` answers to
+#: `questions` (harness.core.catalog), never their code: this process plans, supervises and
+#: judges what the workers send back where no implementation was imported.
+JUDGE_APART = True
+
+
+def questions(args: argparse.Namespace) -> list[Any]:
+    """Every spec the sweep's plan may ask an implementation's `supports` about: each kind's
+    lengths x widths x (CPU and GPU) dtypes x conventions, as harness.bench.grid spans them."""
+    return specs_of(options.parse(args).grid)
+
+
+def specs_of(grid: Grid) -> list[Any]:
+    found: dict[Any, None] = {}
+    for kind in kinds.KINDS.values():
+        try:
+            shapes = grid.shapes(kind)
+        except UsageError:       # none fits: the plan says so if this kind is timed
+            continue
+        names = (grid.convention,) if grid.convention else tuple(kind.conventions)
+        for (length, width), dtype, name in ((s, d, n) for s in shapes
+                                             for d in dict.fromkeys((*grid.dtypes_of(kind),
+                                                                     *grid.device_dtypes))
+                                             for n in names if n in kind.conventions):
+            try:
+                found.setdefault(kind.bench_spec(length, width, dtype, name))
+            except ValueError:   # these axes make no spec of this convention
+                continue
+    return list(found)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

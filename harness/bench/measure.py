@@ -26,7 +26,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from harness.bench import contention, modes, peak, validity
+from harness.bench import contention, fingerprint, modes, peak, validity
 from harness.bench.cells import Cell, Outcome, thin
 from harness.bench.settings import Timing
 from harness.core import inplace
@@ -74,6 +74,8 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         problem = validity.output_problem(first, cell)
         if problem is None:       # poisoned and still held: the warm call must compute afresh
             values = validity.first_values(first, cell)
+            seed = fingerprint.worker_seed()
+            sampled = [fingerprint.sample(values, seed)]
             poisoned = poison(first)
             kept = sum(poison(a) for a in validity.kept_since(fn, cell, before))
             stage = "warm call"
@@ -109,10 +111,12 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         timed = rounds.run(benchmark)
         done["timer_s"] = timer() - start
         stage = "timed result check"
-        wrong = None if cell.mode == "graph" else validity.timed_problem(timed, values, cell)
+        wrong, timed_values = ((None, None) if cell.mode == "graph" else
+                               validity.timed_problem(timed, values, cell))
         del timed
         if wrong:
             return _outcome("invalid", wrong, samples, meter, done)
+        done["sampled"] = tuple(s for s in (*sampled, fingerprint.sample(timed_values, seed)) if s)
     except modes.NotCapturable as exc:
         return _outcome("skip", error_reason("not capturable as a CUDA graph", exc), samples,
                         meter, done)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import harness
+from harness.bench import fingerprint
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.settings import Limits, Timing, WorkerConfig
 from harness.bench.threads import thread_env
@@ -79,6 +80,9 @@ class Supervisor:
         #: (worker pid, heartbeat) -> when that cell's timed rounds began, by this process's clock
         self.timing_since: dict[tuple[int, Any], float] = {}
         self.worker_pid = 0
+        #: the run's sampled places; rows timed ok wait here to be judged once their worker is gone
+        self.judge = fingerprint.Judge(fingerprint.new_seed())
+        self.unjudged: list[dict[str, Any]] = []
         self.journal = self.run_dir / journal.FILENAME
         self.reader = journal.JournalReader(self.journal)
         self.reader.poll()            # rows from before (--resume) are not news
@@ -98,6 +102,7 @@ class Supervisor:
                 pending = [c for c in pending if c.impl not in self.hung]
                 continue
             done = self._attempt(group, pending)
+            self._judge_values()
             if not done:
                 log = self.run_dir / "logs" / f"{group.name}.log"
                 self.settle(pending, Outcome("error", f"worker process made no progress; see {log}"))
@@ -143,6 +148,18 @@ class Supervisor:
             finally:
                 kill(proc, tag)      # and whatever its implementations started
 
+    def _judge_values(self) -> None:
+        """Hold the values the last worker's cells returned to the reference, here (which
+        imports no implementation) and now (no worker times a cell): a cell whose sampled
+        values miss is `invalid`, its row written again (harness.bench.fingerprint)."""
+        rows, self.unjudged = self.unjudged, []
+        for new in rows:
+            problem = self.judge.problem(new)
+            if problem:
+                journal.append(self.journal, {**new, "status": "invalid", "reason": problem,
+                                              "judged": "reference"})
+        self._drain(set())
+
     def _command(self, group: Group, config: Path) -> tuple[list[str], dict[str, str]]:
         """pytest on the static suite with its own empty config, no conftest and only the plugins
         it needs, JSON into raw/; threads pinned through the environment."""
@@ -154,6 +171,7 @@ class Supervisor:
                 *self.timing.pytest_args()]
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, **thread_env(group.threads), CONFIG_ENV: str(config),
+               fingerprint.SEED_ENV: str(self.judge.seed),
                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": path}
         return argv, env
 
@@ -206,6 +224,10 @@ class Supervisor:
             if disagreement:       # the row again, flagged: the journal keeps the last one
                 journal.append(self.journal, {**new, "clock": disagreement})
                 continue           # read back (and passed on) at the next poll
+            if new.get("judged"):  # the judge's own verdict on a row passed on already
+                continue
+            if new.get("sampled") and new.get("status") == "ok":
+                self.unjudged.append(new)
             self.on_row(new)
 
 

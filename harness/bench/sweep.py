@@ -201,8 +201,8 @@ def closing(frame: pd.DataFrame, run_dir: Optional[Path] = None) -> list[str]:
         lookups = int(reasons.str.contains(validity.LOOKUP, regex=False).sum())
         lines.append(f"bench: {len(invalid)} cell(s) invalid, not timed and never recommended "
                      f"({lookups} lookup(s) keeping a table after setup, {len(invalid) - lookups} "
-                     "with a result that is not a fresh, finite table of the right shape and "
-                     "dtype): see `reason` in bench.csv")
+                     "with a result that is not a fresh, finite table of the right shape, dtype "
+                     "and values): see `reason` in bench.csv")
     marked, timed = flag_rules.flagged_count(frame)
     if marked:
         lines += [f"bench: {marked} of {timed} timed cells stayed flagged for load (left out of "

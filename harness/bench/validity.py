@@ -88,28 +88,29 @@ TIMED_RTOL = 1e-3
 
 
 def first_values(out: Any, cell: Cell) -> Optional[np.ndarray]:
-    """A copy of a well-formed first result's values (None otherwise), to hold the timed
-    calls' results against."""
-    _, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts)
+    """A copy of a well-formed first result's values, joined as the reference is (None
+    otherwise), to hold the timed calls' results against."""
+    _, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts, cell.arrangement)
     return arr
 
 
-def timed_problem(out: Any, first: Optional[np.ndarray], cell: Cell) -> Optional[str]:
-    """None when a result returned under pytest-benchmark's timer is a finite table of the
-    cell's shape and dtype holding the first call's values, else why not: a callable that
-    behaves differently when timed is invalid."""
-    problem, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts)
+def timed_problem(out: Any, first: Optional[np.ndarray], cell: Cell
+                  ) -> tuple[Optional[str], Optional[np.ndarray]]:
+    """(None, its values) when a result returned under pytest-benchmark's timer is a finite
+    table of the cell's shape and dtype holding the first call's values, else (why not, None):
+    a callable that behaves differently when timed is invalid."""
+    problem, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts, cell.arrangement)
     if problem is not None:
-        return f"a call under the benchmark's timer: {problem}"
+        return f"a call under the benchmark's timer: {problem}", None
     if first is None:
-        return None
+        return None, arr
     got, want = arr.astype(np.float64), first.astype(np.float64)
     scale = max(1.0, float(np.abs(want).max(initial=0.0)))
     worst = float(np.abs(got - want).max(initial=0.0))
     if worst > TIMED_RTOL * scale:
         return (f"a call under the benchmark's timer returned other values than its first call "
-                f"(max difference {worst:.3g}): it behaves differently when timed")
-    return None
+                f"(max difference {worst:.3g}): it behaves differently when timed"), None
+    return None, arr
 
 
 def stale_problem(first: Any, second: Any, poisoned: bool, cell: Cell) -> Optional[str]:

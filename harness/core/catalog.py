@@ -9,6 +9,13 @@ each implementation's identity as plain data. A plugin that fails to import
 is a `PluginError` naming it; one that ends its process at import
 (`sys.exit`, `os._exit`) is one too, named by the last plugin the child
 announced, so a verb never "succeeds" having run nothing.
+
+A verb that plans (bench) also needs what each implementation's own code says:
+whether it runs here and which specs it supports. `entries(targets, questions)`
+has the child ask each implementation's `supports` about every question of its
+kind (and `unavailable_reason`), each under a deadline, and send the answers
+back as strings: the `Entry` then answers `supports(spec)` for those specs
+from plain data, so the planning process never runs the judged's code.
 """
 
 from __future__ import annotations
@@ -19,13 +26,17 @@ import select
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
-from typing import Any, Sequence
+import functools
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Sequence
 
-from harness.core import isolate, plugins
+from harness.core import isolate, kinds, plugins
 from harness.util import lifeline, reaper
 
 START_S = 180.0
+#: Seconds one `supports` or availability question may take in the child; after a timeout the
+#: implementation's remaining questions are not asked (one hang costs one timeout).
+ASK_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -38,19 +49,49 @@ class Entry:
     kind: str
     workload: str
     origin: str = ""
+    #: a correctness reference (harness.core.selection leaves it out of sweeps)
+    reference: bool = False
+    #: why it cannot run here, as its process found (None: it can, or nobody asked)
+    unavailable: Optional[str] = None
+    #: (spec, its `supports` answer) for every question its process was asked
+    answers: tuple[tuple[Any, Optional[str]], ...] = ()
+
+    def unavailable_reason(self) -> Optional[str]:
+        return self.unavailable
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable is None
+
+    def supports(self, spec: Any) -> Optional[str]:
+        """Its own `supports(spec)`, as its process answered; a spec nobody asked about is the
+        harness's own mistake (KeyError)."""
+        try:
+            return self._answered[spec]
+        except KeyError:
+            raise KeyError(f"{self.name}: supports({spec!r}) was not asked of its process "
+                           "(harness.core.catalog.entries' questions)") from None
+
+    @functools.cached_property
+    def _answered(self) -> dict[Any, Optional[str]]:
+        return dict(self.answers)
 
 
-def entries(targets: Sequence[str]) -> list[Entry]:
+def entries(targets: Sequence[str], questions: Sequence[Any] = ()) -> list[Entry]:
     """Every implementation the built-ins, entry points, $PE_HARNESS_PLUGINS and `targets`
-    register, in registration order, learned from a child that loads them."""
-    with isolate.started("harness.core.catalog:child", tuple(targets)) as (proc, read, _):
+    register, in registration order, learned from a child that loads them; with `questions`
+    (specs), each also carries its availability and its `supports` answer to every question of
+    its kind."""
+    questions = tuple(questions)
+    with isolate.started("harness.core.catalog:child", (tuple(targets), questions)) as (
+            proc, read, _):
         messages = _read_all(read, proc)
     loading = "the built-in implementations"
     for kind, value in messages:
         if kind == "loading":
             loading = f"plugin {value!r}"
         elif kind == "entries":
-            return [e for e in value if isinstance(e, Entry)]
+            return [_answered(e, questions) for e in value if isinstance(e, Entry)]
         elif kind == "plugin-error":
             raise plugins.PluginError(str(value))
     raise plugins.PluginError(f"{loading} ended its process at import "
@@ -71,12 +112,43 @@ def _read_all(fd: int, proc: subprocess.Popen) -> list[tuple[str, Any]]:
     return isolate.split_messages(data)
 
 
+def _answered(entry: Entry, questions: tuple[Any, ...]) -> Entry:
+    """The Entry with its answers (sent as strings in the questions' order) beside their specs;
+    the specs never travel back (a kind from $PE_HARNESS_KINDS is no harness dataclass)."""
+    if not questions:
+        return entry
+    said = [a if isinstance(a, str) or a is None else str(a) for a in entry.answers]
+    return replace(entry, answers=tuple(zip(questions, said)))
+
+
+def _ask(impl: Any, questions: tuple[Any, ...]) -> tuple[Optional[str], tuple[Any, ...]]:
+    """(why it cannot run here, its answer to each question in order: None, or the reason; a
+    question of another kind gets `supports`' own refusal), each under ASK_S."""
+    from harness.core.observe import guarded
+
+    unavailable, why = guarded(impl.unavailable_reason, ASK_S)
+    if why:
+        unavailable = f"availability check: {why}"
+    answers: list[Optional[str]] = []
+    for spec in questions:
+        if answers and answers[-1] is not None and answers[-1].startswith("supports: timeout"):
+            answers.append("not asked: an earlier supports() timed out")
+            continue
+        if kinds.of(spec).name != impl.kind:
+            answers.append(f"builds a {impl.kind!r}, not a {kinds.of(spec).name!r}")
+            continue
+        said, why = guarded(lambda: impl.supports(spec), ASK_S)
+        answers.append(f"supports: {why}" if why else None if said is None else str(said))
+    return (None if unavailable is None else str(unavailable)), tuple(answers)
+
+
 def child() -> None:
-    """Load the plugins, announcing each, and send every implementation's Entry."""
+    """Load the plugins, announcing each, and send every implementation's Entry (with its
+    answers to the questions, when there are any)."""
     lifeline.watch()
     reaper.adopt_orphans()
     out = int(os.environ.pop(isolate.RESULTS_ENV))
-    targets: tuple[str, ...] = pickle.load(sys.stdin.buffer)
+    targets, questions = pickle.load(sys.stdin.buffer)
     send = isolate.sender(out)
     try:
         plugins.load_builtins()
@@ -85,8 +157,12 @@ def child() -> None:
             send("loading", target)
             plugins.load_plugin(target)
         from harness.core.registry import REGISTRY
-        send("entries", [Entry(i.name, i.backend, i.device, i.kind, i.workload, i.origin)
-                         for i in REGISTRY.all()])
+        found = []
+        for i in REGISTRY.all():
+            unavailable, answers = _ask(i, questions) if questions else (None, ())
+            found.append(Entry(i.name, i.backend, i.device, i.kind, i.workload, i.origin,
+                               bool(i.reference), unavailable, answers))
+        send("entries", found)
     except plugins.PluginError as exc:
         send("plugin-error", str(exc))
     isolate.exit_now(0)

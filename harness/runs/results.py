@@ -101,10 +101,13 @@ def fills(df: pd.DataFrame) -> pd.DataFrame:
 
 def newest(df: pd.DataFrame) -> pd.DataFrame:
     """One row per key: the last timed ok, else the last; `attempts` counts the key's rows.
-    A retry that failed or was skipped never replaces a timing."""
+    A retry that failed or was skipped never replaces a timing; a timing the supervisor found
+    wrong against the reference (`judged`, harness.bench.fingerprint) is replaced by that
+    verdict."""
     order = pd.RangeIndex(len(df))
+    judged = df["judged"].fillna("").astype(str).ne("") if "judged" in df else False
     df = df.reset_index(drop=True).assign(attempts=df.groupby("key")["key"].transform("size").to_numpy(),
-                                          _ok=(df["status"] == "ok").to_numpy(), _n=order)
+                                          _ok=((df["status"] == "ok") | judged).to_numpy(), _n=order)
     kept = df.sort_values(["_ok", "_n"], kind="stable").drop_duplicates("key", keep="last")
     return kept.sort_values("_n").drop(columns=["_ok", "_n"]).reset_index(drop=True)
 

@@ -1,0 +1,103 @@
+"""Bench's results judged against the reference, in the process that never imports an implementation.
+
+A worker hosts the implementations it times, so whatever it concludes about their
+values, an implementation could have rewritten (numpy's absolute value, the
+harness's checks). So the worker only *records*: `sample` takes the values of a
+well-formed result (joined as the reference is laid out) at SAMPLES flat indices
+drawn from the run's seed, for the first call and for a call under
+pytest-benchmark's timer, into the row (`sampled`). The supervisor (`Judge`),
+which imports no implementation (harness.core.catalog), computes the reference,
+its tolerance and, for a workload with inputs, the expected result for those
+inputs, once per spec, and holds every sample to them, element by element, by the
+same contract as verify. A cell whose first or timed values miss is `invalid`:
+never recommended. A kernel wrong in every call, first included, but consistent
+is caught here, not only by verify.
+
+What it does not promise: the sample is drawn in the worker, with a seed the
+implementation's process can read; code that rewrites this module's `sample`
+itself could still lie about its values. What it cannot do is reach the reference,
+the tolerance or the comparison.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from harness.bench.cells import Cell
+from harness.core import kinds
+from harness.core.checks import error_ratio
+
+#: The run's sample seed, set by the supervisor for its workers.
+SEED_ENV = "PE_HARNESS_BENCH_SAMPLE_SEED"
+#: Values sampled from each judged result: enough that a result wrong in one element of a
+#: thousand is caught at least once in about 40% of cells, and one wrong in a tenth of its
+#: elements almost surely; a few kB in the journal per cell.
+SAMPLES = 512
+
+
+def new_seed() -> int:
+    return secrets.randbits(32)
+
+
+def worker_seed() -> Optional[int]:
+    """The seed this worker samples with (None: no supervisor set one; nothing sampled)."""
+    text = os.environ.get(SEED_ENV, "")
+    return int(text) if text.isdigit() else None
+
+
+def indices(size: int, seed: int) -> np.ndarray:
+    """SAMPLES flat indices of a result of `size` elements (all of them when fewer), sorted."""
+    if size <= SAMPLES:
+        return np.arange(size)
+    return np.sort(np.random.default_rng(seed).choice(size, SAMPLES, replace=False))
+
+
+def sample(values: Optional[np.ndarray], seed: Optional[int]) -> tuple[float, ...]:
+    """The values of a well-formed result (joined as the reference is) at the run's indices;
+    () when there is no result or no seed."""
+    if values is None or seed is None:
+        return ()
+    flat = values.reshape(-1)
+    return tuple(float(v) for v in flat[indices(flat.size, seed)])
+
+
+class Judge:
+    """Holds sampled values to the reference, computed here once per spec for the run."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self._wanted: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+
+    def problem(self, row: Mapping[str, Any]) -> str:
+        """Why a row timed ok holds values other than the reference's ('' when they are
+        within tolerance, or when nothing was sampled)."""
+        sampled = row.get("sampled") or ()
+        if row.get("status") != "ok" or row.get("is_roof") or not sampled:
+            return ""
+        expected, allowed = self._expected(Cell.from_dict(dict(row)))
+        for name, values in zip(("first call", "a call under the benchmark's timer"), sampled):
+            got = np.asarray(values, dtype=np.float64)
+            if got.shape != expected.shape:
+                return f"{name}: {got.size} sampled values, expected {expected.size}"
+            found = error_ratio(got, expected, allowed)
+            if found.reason:
+                return (f"{name}: its values at {got.size} sampled places differ from the "
+                        f"reference (error {found.max_abs_err:.3g} > tolerance {found.tol:.3g}): "
+                        "wrong values, judged where no implementation runs")
+        return ""
+
+    def _expected(self, cell: Cell) -> tuple[np.ndarray, np.ndarray]:
+        key = (cell.kind, cell.workload, cell.spec(), cell.batch, cell.heads)
+        if key not in self._wanted:
+            spec, kind = cell.spec(), kinds.named(cell.kind)
+            args = cell.work.arguments(spec, cell.batch, cell.heads)
+            expected, allowed = cell.work.expected(spec, args, kind.reference(spec),
+                                                   kind.tolerance(spec))
+            at = indices(expected.size, self.seed)
+            self._wanted[key] = (np.ravel(expected)[at].astype(np.float64),
+                                 np.ravel(np.broadcast_to(allowed, expected.shape))[at])
+        return self._wanted[key]

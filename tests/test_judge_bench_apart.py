@@ -1,0 +1,111 @@
+"""bench judges apart (issue 20): its parent plans from the implementations' own answers given by a
+child (harness.core.catalog), never importing one, and holds the values every cell returned - the
+first call's and a timed call's, sampled - to a reference it computes itself
+(harness.bench.fingerprint). A plugin that rewrites numpy's absolute value at import and returns
+a consistently wrong table is `invalid`, beside a correct control that stays `ok`."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from harness import Spec
+from harness.bench.cells import Cell
+from harness.bench.fingerprint import SAMPLES, Judge, indices, sample
+from harness.core import catalog, kinds
+from tests.test_judge_apart import bench, write
+
+
+def test_a_consistently_wrong_plugin_that_rewrites_numpy_is_invalid_in_bench(tmp_path):
+    plugin = write(tmp_path, "bench_wrong", textwrap.dedent('''
+        from harness import reference
+        np.abs = np.absolute = lambda x, *a, **k: np.zeros(np.shape(x))
+        @register(name="adv-shifted", backend="numpy", supports=ONE)
+        def build(spec):
+            wrong = spec.replace(offset=spec.offset + 1)     # wrong in every call, first included
+            return lambda: reference(wrong).astype(spec.dtype)
+        @register(name="adv-right", backend="numpy", supports=ONE)
+        def build_right(spec):
+            return lambda: reference(spec).astype(spec.dtype)
+        '''))
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "64")
+    assert code == 0, text
+    status = dict(zip(rows["impl"], rows["status"]))
+    reason = dict(zip(rows["impl"], rows["reason"]))
+    assert status["adv-shifted"] == "invalid", text
+    assert "differ from the reference" in reason["adv-shifted"]
+    assert "first call" in reason["adv-shifted"]
+    assert status["adv-right"] == "ok", text
+
+
+def cell(workload: str = "table", kind: str = "table", length: int = 64, width: int = 8,
+         batch: int = 1) -> Cell:
+    return Cell("x", "numpy", "cpu", workload, kinds.named(kind).first_convention, length, width,
+                "float32", 1, batch, kind=kind)
+
+
+def expected_values(c: Cell) -> np.ndarray:
+    spec = c.spec()
+    kind = kinds.named(c.kind)
+    want, _ = c.work.expected(spec, c.work.arguments(spec, c.batch, c.heads), kind.reference(spec),
+                              kind.tolerance(spec))
+    return want.astype(np.float32)
+
+
+@pytest.mark.parametrize("workload, batch", [("table", 1), ("forward", 2)])
+def test_the_judge_passes_the_reference_and_fails_one_wrong_sampled_value(workload, batch):
+    c = cell(workload, length=256, width=16, batch=batch)
+    judge = Judge(seed=7)
+    right = sample(expected_values(c), 7)
+    assert len(right) == SAMPLES
+    row = {**c.as_dict(), "status": "ok", "sampled": (right, right)}
+    assert judge.problem(row) == ""
+    timed = list(right)
+    timed[SAMPLES // 2] += 1e-3          # one value off, in the timed call only
+    reason = judge.problem({**row, "sampled": (right, tuple(timed))})
+    assert reason.startswith("a call under the benchmark's timer: its values at 512 sampled")
+    assert judge.problem({**row, "sampled": (tuple(timed), right)}).startswith("first call")
+
+
+def test_the_judge_leaves_rows_it_has_nothing_to_judge():
+    judge = Judge(seed=1)
+    c = cell()
+    wrong = (tuple([9.0] * 8),)
+    assert judge.problem({**c.as_dict(), "status": "invalid", "sampled": wrong}) == ""
+    assert judge.problem({**c.as_dict(), "status": "ok", "sampled": ()}) == ""
+    assert judge.problem({**c.as_dict(), "status": "ok", "is_roof": True, "sampled": wrong}) == ""
+    assert "sampled values, expected" in judge.problem({**c.as_dict(), "status": "ok",
+                                                        "sampled": wrong})
+
+
+def test_sampled_places_are_the_seeds_and_cover_a_small_result_whole():
+    assert list(indices(10, 3)) == list(range(10))
+    assert list(indices(10_000, 3)) == list(indices(10_000, 3))
+    assert list(indices(10_000, 3)) != list(indices(10_000, 4))
+    assert sample(None, 3) == () and sample(np.ones(4), None) == ()
+
+
+def test_the_catalog_answers_supports_and_availability_from_the_plugins_process(tmp_path):
+    plugin = write(tmp_path, "asked", textwrap.dedent('''
+        import harness.core.checks
+        harness.core.checks.error_ratio = None        # the planning process never sees this
+        @register(name="adv-one", backend="numpy", supports=ONE)
+        def build(spec):
+            return lambda: None
+        def broken(spec):
+            raise RuntimeError("supports blew up")
+        @register(name="adv-raises", backend="numpy", supports=broken)
+        def build_raises(spec):
+            return lambda: None
+        '''))
+    fits, other = Spec(8, 8), Spec(8, 8, layout="concat")
+    found = {e.name: e for e in catalog.entries([str(plugin)], [fits, other])}
+    one, raises = found["adv-one"], found["adv-raises"]
+    assert one.available and one.supports(fits) is None and "concat" in one.supports(other)
+    assert raises.supports(fits).startswith("supports: RuntimeError: supports blew up")
+    with pytest.raises(KeyError, match="was not asked"):
+        one.supports(Spec(16, 8))
+    from harness.core import checks
+    assert checks.error_ratio is not None
