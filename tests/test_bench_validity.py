@@ -287,7 +287,7 @@ def test_recycled_and_angle_addition_builders_are_not_lookups():
 
 PLUGIN = textwrap.dedent('''
     import numpy as np
-    from harness import Spec, register
+    from harness import Spec, reference, register
 
     @register(name="bv-none", backend="numpy")
     def none(spec: Spec):
@@ -304,7 +304,7 @@ PLUGIN = textwrap.dedent('''
 
     @register(name="bv-ok", backend="numpy")
     def ok(spec: Spec):
-        return lambda: np.zeros((spec.length, spec.d_model), spec.dtype)
+        return lambda: reference(spec).astype(spec.dtype)
 ''')
 
 

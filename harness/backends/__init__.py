@@ -20,7 +20,7 @@ ADAPTERS: dict[str, Backend] = {
     for module in (python, numpy, numba, numba_cuda, torch, triton, tensorflow, cupy, jax)
 }
 
-__all__ = ["ADAPTERS", "Backend", "PeakMeter", "add", "get", "owner"]
+__all__ = ["ADAPTERS", "Backend", "PeakMeter", "add", "describe", "get", "owner"]
 
 
 def add(backend: Backend) -> Backend:
@@ -32,9 +32,21 @@ def add(backend: Backend) -> Backend:
     return backend
 
 
+#: Backends a plugin defines, known in a process that never loads it (bench's parent) only by
+#: what the process that did load it said of them (harness.core.catalog): facts, not code.
+DESCRIBED: dict[str, Backend] = {}
+
+
+def describe(backend: Backend) -> None:
+    """Know a plugin's backend by its facts (`jit`, `threaded`, whether it can `capture`); an
+    adapter `add`ed here, by the plugin itself, always wins."""
+    if backend.name not in ADAPTERS:
+        DESCRIBED[backend.name] = backend
+
+
 def get(name: str) -> Backend:
     """The adapter of backend `name` (a plain host backend for a name nobody defined)."""
-    return ADAPTERS.get(name) or Backend(name=name, peak={"cpu": resident_peak})
+    return ADAPTERS.get(name) or DESCRIBED.get(name) or Backend(name=name, peak={"cpu": resident_peak})
 
 
 def owner(x: Any) -> Optional[Backend]:

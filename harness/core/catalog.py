@@ -30,6 +30,8 @@ import functools
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
+from harness import backends
+from harness.backends.host import resident_peak
 from harness.core import isolate, kinds, plugins
 from harness.util import lifeline, reaper
 
@@ -77,6 +79,26 @@ class Entry:
         return dict(self.answers)
 
 
+@dataclass(frozen=True)
+class BackendFacts:
+    """What a planning process needs of a plugin's backend adapter, as plain data."""
+
+    name: str
+    jit: bool
+    threaded: bool
+    capture: bool
+
+    def shadow(self) -> backends.Backend:
+        """An adapter with these facts and none of the plugin's code (its worker has that)."""
+        return backends.Backend(name=self.name, jit=self.jit, threaded=self.threaded,
+                                capture=_captured_in_its_worker if self.capture else None,
+                                peak={"cpu": resident_peak})
+
+
+def _captured_in_its_worker(call: Any, n: int) -> Any:
+    raise RuntimeError("a plugin backend's capture runs only in its worker, which loads it")
+
+
 def entries(targets: Sequence[str], questions: Sequence[Any] = ()) -> list[Entry]:
     """Every implementation the built-ins, entry points, $PE_HARNESS_PLUGINS and `targets`
     register, in registration order, learned from a child that loads them; with `questions`
@@ -90,6 +112,10 @@ def entries(targets: Sequence[str], questions: Sequence[Any] = ()) -> list[Entry
     for kind, value in messages:
         if kind == "loading":
             loading = f"plugin {value!r}"
+        elif kind == "backends":
+            for facts in value:
+                if isinstance(facts, BackendFacts):
+                    backends.describe(facts.shadow())
         elif kind == "entries":
             return [_answered(e, questions) for e in value if isinstance(e, Entry)]
         elif kind == "plugin-error":
@@ -157,6 +183,8 @@ def child() -> None:
             send("loading", target)
             plugins.load_plugin(target)
         from harness.core.registry import REGISTRY
+        send("backends", [BackendFacts(b.name, b.jit, b.threaded, b.capture is not None)
+                          for b in map(backends.get, {i.backend for i in REGISTRY.all()})])
         found = []
         for i in REGISTRY.all():
             unavailable, answers = _ask(i, questions) if questions else (None, ())

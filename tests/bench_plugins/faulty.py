@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from harness import Spec, register
+from tests.bench_plugins.right import paper_table
 
 
 @register(name="bt-crash", backend="numpy")
@@ -36,4 +37,4 @@ def build_hang(spec: Spec):
 
 @register(name="bt-ok", backend="numpy")
 def build_ok(spec: Spec):
-    return lambda: np.zeros((spec.length, spec.d_model), spec.dtype)
+    return lambda: paper_table(spec)
