@@ -84,3 +84,23 @@ def test_post_steps_are_estimated_from_the_newest_earlier_run_like_this_one(tmp_
     assert console.post_estimate(tmp_path, True, steps) == {"verify": 7.5, "report": 2.0}
     assert console.post_estimate(tmp_path, False, steps)["verify"] == console.POST_GUESS_S[
         "verify"][1]                                           # a full run is not like a quick one
+
+
+def test_the_checks_after_a_sweep_run_at_once_and_the_eta_waits_for_the_longest():
+    import threading
+
+    from harness.bench import post
+
+    verbs = ("verify", "conventions", "precision")
+    all_started = threading.Barrier(len(verbs), timeout=10)   # breaks unless all run at once
+    ticks: list[int] = []
+
+    def run(verb, tick):
+        all_started.wait()
+        return post.Step(verb, "ok", "", 0.0)
+
+    steps = post._run_together(verbs, run, lambda: ticks.append(1))
+    assert [s.name for s in steps] == list(verbs) and all(s.status == "ok" for s in steps)
+    estimate = post.estimate_together({"verify": 40.0, "conventions": 30.0, "precision": 8.0,
+                                       "report": 15.0}, verbs)
+    assert estimate == {"verify + conventions + precision": 40.0, "report": 15.0}

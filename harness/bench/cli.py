@@ -81,7 +81,8 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
 
 def _run(opts: options.SweepOptions, chosen: list[Implementation], run_dir: sweep.RunDir) -> int:
     verbs = post_verbs(chosen, opts.quick) if opts.post else []
-    estimate = console.post_estimate(opts.out, opts.quick, [*verbs, "report"] if opts.post else [])
+    estimate = post.estimate_together(
+        console.post_estimate(opts.out, opts.quick, [*verbs, "report"] if opts.post else []), verbs)
     screen = console.Console(0, estimate, log=sweep.log_path(run_dir.path), verbose=opts.verbose)
     try:
         return _sweep_and_post(opts, run_dir, chosen, verbs, screen)

@@ -1,12 +1,12 @@
-"""After the sweep, in the run directory: verify, conventions and precision, then the report.
+"""After the sweep, in the run directory: verify, conventions and precision at once, then the report.
 
 Each verb runs as `python -m harness VERB --out RUN_DIR` with the sweep's
 --plugin/--only/--quick, in its own process and log, tied to bench by
 harness.util.lifeline and holding the run's lock. Verify isolates the
 implementations itself, so a step that still fails is the harness's failure:
 exit code 0 is "ok", 1 (verify found wrong implementations: the report shows
-them) is "found", anything else is "failed". The next step still runs,
-because the timings are already safe on disk. Before the report is built,
+them) is "found", anything else is "failed". A failed step stops neither
+the others nor the report, because the timings are already safe on disk. Before the report is built,
 `post_failures.json` lists the failed steps (an empty list when none failed),
 so the report can name them at its top; `bench` then exits 3. The report
 needs verify.csv ("passes verify"), so it comes last, as `python -m harness
@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -102,17 +103,50 @@ def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: b
     each verb with its `extra` arguments; post_failures.json before the report, post.json at
     the end."""
     say = console or _Printer()
+    checks = list(VERBS if verbs is None else verbs)
     steps: list[Step] = []
-    for verb in [*(VERBS if verbs is None else verbs), "report"]:
-        if verb == "report":
-            write_failures(run_dir, steps)
-        say.begin(verb)
-        steps.append(run_verb(verb, run_dir, plugins, only, quick, keep_fds, say.tick,
-                              extra.get(verb, ())))
-        say.end(verb, _describe(steps[-1]))
+    if checks:
+        name = together(checks)
+        say.begin(name)
+        steps = _run_together(checks, lambda verb, tick: run_verb(
+            verb, run_dir, plugins, only, quick, keep_fds, tick, extra.get(verb, ())), say.tick)
+        say.end(name, "\n".join(_describe(s) for s in steps))
+    write_failures(run_dir, steps)
+    say.begin("report")
+    steps.append(run_verb("report", run_dir, plugins, only, quick, keep_fds, say.tick,
+                          extra.get("report", ())))
+    say.end("report", _describe(steps[-1]))
     write_failures(run_dir, steps)
     io.write_text(run_dir / FILENAME, json.dumps([asdict(s) for s in steps], indent=2) + "\n")
     return steps
+
+
+def together(verbs: Sequence[str]) -> str:
+    """The name the console shows for post-steps that run at once."""
+    return " + ".join(verbs)
+
+
+def estimate_together(estimate: Mapping[str, float], verbs: Sequence[str]) -> dict[str, float]:
+    """Seconds per verb -> seconds per thing the console waits for: the checks run at once,
+    so they take as long as the longest of them (then the report)."""
+    out = {k: v for k, v in estimate.items() if k not in verbs}
+    if verbs:
+        out[together(verbs)] = max(estimate.get(v, 0.0) for v in verbs)
+    return out
+
+
+def _run_together(verbs: Sequence[str], run: Callable[[str, Callable[[], None]], Step],
+                  tick: Callable[[], None]) -> list[Step]:
+    """Each verb in its own process, all at once (they only read the run's timings and write
+    their own files; nothing is being timed any more, so they may share the cores); their
+    Steps in the order of `verbs`. `tick` every TICK_S meanwhile, from this thread only."""
+    with ThreadPoolExecutor(max_workers=len(verbs)) as pool:
+        futures = {verb: pool.submit(run, verb, lambda: None) for verb in verbs}
+        pending = set(futures.values())
+        while pending:
+            _, pending = wait(pending, timeout=TICK_S)
+            tick()
+    return [futures[verb].result() for verb in verbs]
 
 
 def write_failures(run_dir: Path, steps: Sequence[Step]) -> Path:
