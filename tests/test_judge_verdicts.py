@@ -4,6 +4,7 @@ an observation that is malformed or cut short (what an isolated child may send).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -185,6 +186,76 @@ def test_seconds_come_from_the_observation_and_only_as_a_number():
         seconds = "a while"
         skip = "x"
     assert checks.judge(impl_of(None), SPEC, Odd(), want).seconds == 0.0   # not an Observation
+
+
+
+def off(by: float) -> Returned:
+    return snapshot(correct_table(SPEC) + by)
+
+
+def poisoned_copy() -> Returned:
+    return snapshot(np.full((SPEC.length, SPEC.d_model), np.nan, np.float32))
+
+
+CACHED = " (a cached result, not a builder)"
+OWN_INPUTS = " (the first call was right: did it write into its own copy of the inputs?)"
+
+
+@pytest.mark.parametrize("poisoned, second, inputs, prefix, hint", [
+    ((True, True), off(0.5), False, "after poisoning the first result: ", ""),
+    ((True, False), off(0.5), False, "after poisoning the first result: ", ""),
+    ((True, True), poisoned_copy(), False, "after poisoning the first result: ", CACHED),
+    ((False, False), poisoned_copy(), False, "second call: ", ""),
+    ((False, False), off(0.5), True, "second call: ", OWN_INPUTS),
+    ((True, True), poisoned_copy(), True, "after poisoning the first result: ", CACHED),
+])
+def test_a_wrong_second_result_says_what_was_tried_and_what_it_suggests(poisoned, second, inputs,
+                                                                        prefix, hint):
+    seen = Observation(results=(good(), second), poisoned=poisoned)
+    case = dataclasses.replace(want(), inputs=inputs)
+    result = checks.judge(impl_of(None), SPEC, seen, lambda: case)
+    assert (result.status, result.reason) == ("fail", prefix + case.compare(second).reason + hint)
+
+
+def test_a_pass_needs_both_results_poisoned_before_the_third_call():
+    seen = Observation(results=(good(), good()), poisoned=(False, True))
+    assert checks.judge(impl_of(None), SPEC, seen, want).status == "pass"
+
+
+def test_each_verdict_carries_the_measures_of_the_result_it_judged():
+    first, wrong = good(), off(0.5)
+    measures = {name: checks.compare(r, want().expected, want().allowed, "float32").max_abs_err
+                for name, r in (("first", first), ("wrong", wrong))}
+    cases = [
+        (Observation(results=(first, good()), poisoned=(False, False), same_buffer=True), "first"),
+        (Observation(results=(first, good()), poisoned=(True, True)), "first"),   # no third
+        (Observation(results=(first, good(), wrong), poisoned=(True, True, False)), "wrong"),
+        (Observation(results=(first, wrong), poisoned=(True, True)), "wrong"),
+    ]
+    for seen, which in cases:
+        result = checks.judge(impl_of(None), SPEC, seen, want)
+        assert result.status in ("fail", "error")
+        assert result.max_abs_err == measures[which], (seen.poisoned, result.reason)
+
+
+def test_a_grade_is_the_worst_contract_every_result_met_and_only_a_pass_has_one():
+    shape = (SPEC.length, SPEC.d_model)
+    case = dataclasses.replace(want(), expected=good().array.astype(np.float64),
+                               allowed=np.full(shape, 1e-3), exact=np.full(shape, 1e-4))
+    for second, grade in ((good(), "exact"), (off(5e-4), "float32")):
+        seen = Observation(results=(good(), second), poisoned=(False, False))
+        assert checks.judge(impl_of(None), SPEC, seen, lambda: case).grade == grade
+    grades = {seen.skip or seen.error: checks.judge(impl_of(None), SPEC, seen, want).grade
+              for seen in (Observation(skip="no"), Observation(error="boom", failed_call=1))}
+    assert grades == {"no": "", "boom": "fail"}
+
+
+def test_what_a_case_tells_the_judge_about_its_inputs():
+    table = checks.expect("table", SPEC, ())
+    assert (table.case, table.inputs) == ("", False)
+    assert checks.expect("forward", SPEC, checks.inputs("forward", SPEC)).inputs is True
+    seen = Observation(results=(off(0.5),), poisoned=(True,))
+    assert checks.judge(impl_of(None), SPEC, seen, want).reason == table.compare(off(0.5)).reason
 
 
 # -- verify's isolated task: after one hang, the rest are not run --------------------------
