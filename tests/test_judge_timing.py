@@ -106,3 +106,19 @@ def test_a_missing_identity_field_and_an_empty_one_name_the_same_cell():
     del one["dtype"]
     running.flag(one)
     assert running.flag(row(threads=4, median_s=1e-3, dtype=None)).startswith("threads: 10x")
+
+
+def test_flagged_reads_the_flags_or_works_them_out_from_the_rows():
+    assert list(flags.flagged(pd.DataFrame({"flags": ["", None, "x", "load: busy"]}))) == \
+        [False, False, True, True]
+    rows = pd.DataFrame([row(threads=1, median_s=1e-3), row(threads=4, median_s=1e-2)])
+    assert list(flags.flagged(rows)) == [False, True]
+
+
+def test_the_summary_names_every_rule_that_flagged_a_cell_or_says_none_did():
+    rows = pd.DataFrame([row(), row(impl="b")])
+    assert flags.summary(rows).startswith("bench: no cell flagged for load (of 2 timed ok)")
+    rows["flags"] = ["implausible: 3x faster", "clock: 2x off"]
+    assert flags.summary(rows) == (
+        f"bench: 2 of 2 timed cells flagged, {flags.EXCLUDED}: 1 faster than a fill of the same "
+        "bytes allows, 1 whose worker's clock disagreed with bench's own (`flags` in bench.csv)")
