@@ -1,5 +1,7 @@
 """The physics floor (issue 26): a timing below half a fill of the same bytes, timed in the same
-run, is implausible; at or above it, it is not; only cells timed ok are judged, roofs never.
+run, is implausible; at or above it, it is not; only cells timed ok are judged, roofs never. And
+the load and thread rules that keep a timing out of recommendations and compare verdicts, row
+by row and counted (their mutation survivors, docs/mutants.md).
 """
 
 from __future__ import annotations
@@ -122,3 +124,59 @@ def test_the_summary_names_every_rule_that_flagged_a_cell_or_says_none_did():
     assert flags.summary(rows) == (
         f"bench: 2 of 2 timed cells flagged, {flags.EXCLUDED}: 1 faster than a fill of the same "
         "bytes allows, 1 whose worker's clock disagreed with bench's own (`flags` in bench.csv)")
+
+
+# -- the load and thread rules, row by row --------------------------------------------------
+
+@pytest.mark.parametrize("fields, flag", [
+    (dict(cores=2, threads=1, others_busy=1.7),
+     "load: 1.7 cores busy with other processes (2 cores, 1 thread, > 1.5)"),
+    (dict(cores=4, threads=2, others_busy=2.6),
+     "load: 2.6 cores busy with other processes (4 cores, 2 threads, > 2.5)"),
+    (dict(cores=2, threads=1, others_busy=1.5), ""),             # at the margin: not flagged
+    (dict(cores=1, threads=1, others_busy=0.6),
+     "load: 0.6 cores busy with other processes (1 cores, 1 thread, > 0.5)"),
+    (dict(cores=2, threads=None, others_busy=5.0), ""),          # no threads: nothing to judge
+    (dict(cores=0, threads=1, others_busy=5.0), ""),
+    (dict(cores=2, threads=1, load_before=2.6), "load: load average 2.6 on 2 cores (> 2.5)"),
+    (dict(cores=2, threads=1, load_after=2.6), "load: load average 2.6 on 2 cores (> 2.5)"),
+    (dict(cores=2, threads=1, load_before=2.5, load_after="n/a"), ""),
+])
+def test_the_load_rule(fields, flag):
+    assert flags.load_flag(fields) == flag
+
+
+@pytest.mark.parametrize("median_s, threads, one_thread_s, flag", [
+    (5.5e-3, 2, 1e-3, "threads: 5.5x slower at 2 threads than at 1 (> 4x)"),
+    (0.25, 2, 1e-3, "threads: 250x slower at 2 threads than at 1 (> 4x)"),
+    (5e-3, 1, 1e-3, ""),                 # a 1-thread row is its own sibling
+    (5e-3, 2, 0.0, ""),                  # no 1-thread time to hold it against
+    (4e-3, 2, 1e-3, ""),
+])
+def test_the_thread_rule(median_s, threads, one_thread_s, flag):
+    assert flags.thread_flag(median_s, threads, one_thread_s) == flag
+
+
+def test_every_row_timed_ok_gets_its_flags_joined_and_every_other_row_none():
+    frame = pd.DataFrame([
+        row(median_s=1e-3, convention=None),                          # the 1-thread sibling
+        row(threads=4, median_s=1e-2, convention="", cores=4, others_busy=3.0, clock="clock: x"),
+        row(threads=4, median_s=1e-2, status="error"),
+        row(threads=4, median_s=0.0),
+        row(threads=4, median_s="fast"),
+        row(impl="c", threads=None, median_s=9e-3),                   # unknown threads: 1
+        row(impl="b", cores=2, load_before=2.6),
+        row(impl="c", threads=4, median_s=0.09),
+    ], index=[10, 11, 12, 13, 14, 15, 16, 17]).drop(columns=["length"])
+    assert list(flags.flags(frame)) == [
+        "", "load: 3 cores busy with other processes (4 cores, 4 threads, > 0.5); threads: 10x "
+        "slower at 4 threads than at 1 (> 4x); clock: x", "", "", "", "",
+        "load: load average 2.6 on 2 cores (> 2.5)",
+        "threads: 10x slower at 4 threads than at 1 (> 4x)"]
+    assert flags.flags(frame.iloc[:0]).empty
+    frame["is_roof"] = False
+    assert flags.flagged_count(frame) == (3, 5)
+    assert list(flags.with_implausible(frame.assign(flags=""), pd.Series(1.0, frame.index))) == \
+        [f"implausible: {1 / m:.3g}x faster than a fill of the same bytes in this run (below 0.5x "
+         "the memory roof: not writing its output, or a clock that lies)" if m else ""
+         for m in (1e-3, 1e-2, 0, 0, 0, 9e-3, 1e-3, 0.09)]
