@@ -84,6 +84,8 @@ def test_conventions_and_precision_survive_a_crashing_implementation(crashy, tmp
     assert "exited with code 3" in mine.loc["cr-exit", "reason"]
 
     # precision's own methods are not the point here: only the registered implementations
+    # (conventions judged apart: its process never loaded the plugin; this one does, for precision)
+    load_plugin(crashy)
     impls = [REGISTRY.get(n) for n in NAMES]
     points = precision.measure_impls(impls, [0, 1000], 30.0, isolate.Isolation((crashy,)))
     err = {(p.source, p.position): p.max_abs_err for p in points}

@@ -109,3 +109,28 @@ def test_the_catalog_answers_supports_and_availability_from_the_plugins_process(
         one.supports(Spec(16, 8))
     from harness.core import checks
     assert checks.error_ratio is not None
+
+
+def test_conventions_judges_apart_a_plugin_rewriting_numpy_cannot_match_zeros(tmp_path):
+    """conventions' own process never imports the plugin (harness.core.catalog), and the
+    implementations only hand back what they returned: zeros never match, numpy's own
+    implementations in the plugin's process still do."""
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from tests.test_judge_apart import ROOT, SABOTAGE, ZEROS
+    plugin = write(tmp_path, "conventions_abs", SABOTAGE["numpy-abs"] + ZEROS)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "harness", "conventions", "--quick", "--plugin",
+                           str(plugin), "--only", "adv-*", "--only", "seed-numpy-stack",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=240, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    cells = pd.read_csv(out / "conventions.csv", keep_default_na=False)
+    mine = cells[cells["probe"] == "interleaved shift=0 sin|cos"].set_index("impl")
+    assert mine.loc["adv-zeros", "status"] == "differs", mine
+    assert mine.loc["adv-zeros", "table_class"] != "="
+    assert mine.loc["seed-numpy-stack", "status"] == "match"

@@ -10,13 +10,16 @@ within tolerance; across probes, the implementations that agree everywhere
 difference between their tables - how wrong a table read under the wrong
 convention is. Writes conventions.csv, convention_distances.csv and
 conventions.md under --out. Each backend's implementations run in a child
-process (harness.core.isolate): one that crashes gets error cells, the rest go on.
+process (harness.core.isolate): one that crashes gets error cells, the rest go on. They only
+hand back what they returned; the comparison, the tolerance and the reference are this
+process's, which never imports an implementation (harness.core.catalog), so a plugin that
+patches numpy at import changes no answer.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import product
 from pathlib import Path
@@ -25,9 +28,8 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.core import isolate
+from harness.core import isolate, observe
 from harness.core.checks import compare
-from harness.core.convert import to_numpy
 from harness.core.kinds.table.reference import reference
 from harness.core.registry import Implementation
 from harness.core import selection
@@ -90,53 +92,82 @@ def probes(quick: bool = False) -> list[Probe]:
 
 # -- measuring ------------------------------------------------------------------------
 
-def run_cell(impl: Implementation, probe: Probe,
-             timeout_s: float) -> tuple[MatrixCell, Optional[np.ndarray]]:
-    """Build and call `impl` on the probe (float32, else float64); compare with the reference."""
+@dataclass(frozen=True)
+class Sent:
+    """What an implementation's process sends for one probe: a skip or error cell, or the dtype
+    it built and a copy of what it returned (harness.core.observe), judged in the parent."""
+
+    cell: MatrixCell
+    dtype: str = ""
+    result: Optional[observe.Returned] = None
+
+
+def run_cell(impl: Implementation, probe: Probe, timeout_s: float) -> Sent:
+    """Build and call `impl` on the probe (float32, else float64) and copy what it returned;
+    judge nothing (this runs where the implementation runs)."""
     if not impl.available:
-        return MatrixCell(impl.name, probe.label, "skip", reason=impl.unavailable_reason() or ""), None
+        return Sent(MatrixCell(impl.name, probe.label, "skip",
+                                   reason=impl.unavailable_reason() or ""))
     spec = next((probe.spec.replace(dtype=d) for d in PROBE_DTYPES
                  if impl.supports(probe.spec.replace(dtype=d)) is None), None)
     if spec is None:
-        return MatrixCell(impl.name, probe.label, "skip", reason=impl.supports(probe.spec) or ""), None
+        return Sent(MatrixCell(impl.name, probe.label, "skip",
+                                   reason=impl.supports(probe.spec) or ""))
     try:
         out = call_with_deadline(call_with_deadline(lambda: impl.build(spec), timeout_s), timeout_s)
     except Exception as exc:
-        return MatrixCell(impl.name, probe.label, "error", reason=f"{type(exc).__name__}: {exc}"), None
-    result = compare(out, reference(spec), tolerance(spec), spec.dtype, exact=exact_tolerance(spec))
-    table = to_numpy(out).astype(np.float64) if np.isfinite(result.max_abs_err) else None
+        return Sent(MatrixCell(impl.name, probe.label, "error",
+                                   reason=f"{type(exc).__name__}: {exc}"))
+    return Sent(MatrixCell(impl.name, probe.label, ""), spec.dtype, observe.snapshot(out))
+
+
+def judge_cell(sent: Sent, probe: Probe) -> tuple[MatrixCell, Optional[np.ndarray]]:
+    """The verdict on what an implementation's process sent for `probe`, made here against the
+    reference and tolerance computed here; the table, for grouping, when it is finite."""
+    if not isinstance(sent, Sent):
+        return MatrixCell("", probe.label, "error",
+                          reason=f"its process sent a {type(sent).__name__}, not a result"), None
+    if sent.result is None:
+        return sent.cell, None
+    spec = probe.spec.replace(dtype=sent.dtype)
+    result = compare(sent.result, reference(spec), tolerance(spec), spec.dtype,
+                     exact=exact_tolerance(spec))
+    finite = np.isfinite(result.max_abs_err) and sent.result.array is not None
+    table = sent.result.array.astype(np.float64) if finite else None
     status = "match" if result.reason is None else "differs" if table is not None else "error"
     grade = result.grade if status == "match" else ""
-    return MatrixCell(impl.name, probe.label, status, result.max_abs_err, result.reason or "", grade), table
+    return replace(sent.cell, status=status, max_abs_err=result.max_abs_err,
+                   reason=result.reason or "", grade=grade), table
 
 
-def impl_cells(impl: Implementation, grid: Sequence[Probe],
-               timeout_s: float) -> Iterator[tuple[MatrixCell, Optional[np.ndarray]]]:
+def impl_cells(impl: Implementation, grid: Sequence[Probe], timeout_s: float) -> Iterator[Sent]:
     """One implementation at every probe (the task harness.core.isolate runs in a child process);
     after a first timeout the rest are not run (one hang costs one timeout)."""
     hung = False
     for probe in grid:
         if hung:
-            yield MatrixCell(impl.name, probe.label, "error",
-                             reason="not run: an earlier probe timed out"), None
+            yield Sent(MatrixCell(impl.name, probe.label, "error",
+                                      reason="not run: an earlier probe timed out"))
             continue
-        cell = run_cell(impl, probe, timeout_s)
-        hung = cell[0].reason.startswith(CallTimeout.__name__)
-        yield cell
+        sent = run_cell(impl, probe, timeout_s)
+        hung = sent.cell.reason.startswith(CallTimeout.__name__)
+        yield sent
 
 
 def lost_cells(grid: Sequence[Probe], impl: Implementation, rows: list,
-               why: str) -> list[tuple[MatrixCell, Optional[np.ndarray]]]:
+               why: str) -> list[Sent]:
     """The probes a dead process did not finish: errors, the first with why it died."""
-    return [(MatrixCell(impl.name, p.label, "error",
-                  reason=why if i == 0 else "not run: its process died on an earlier probe"), None)
+    return [Sent(MatrixCell(impl.name, p.label, "error",
+                                reason=why if i == 0 else "not run: its process died on an "
+                                                          "earlier probe"))
             for i, p in enumerate(grid[len(rows):])]
 
 
 def build_tables(impls: Sequence[Implementation], grid: Sequence[Probe], timeout_s: float,
             isolation: Optional[isolate.Isolation] = None,
             ) -> tuple[list[MatrixCell], dict[tuple[str, str], str]]:
-    """Every cell, and per (impl, probe) the class of table it produced at that probe."""
+    """Every cell, and per (impl, probe) the class of table it produced at that probe: the
+    implementations only hand back what they returned; the verdicts and classes are made here."""
     grid = tuple(grid)
     task = isolate.Task("harness.verbs.conventions:impl_cells", (grid, timeout_s))
     by_impl = isolate.run(impls, task, partial(lost_cells, grid), isolation)
@@ -145,7 +176,8 @@ def build_tables(impls: Sequence[Implementation], grid: Sequence[Probe], timeout
     for i, probe in enumerate(grid):
         produced: dict[str, np.ndarray] = {}
         for impl in impls:
-            cell, table = by_impl[impl.name][i]
+            cell, table = judge_cell(by_impl[impl.name][i], probe)
+            cell = replace(cell, impl=impl.name)
             cells.append(cell)
             if table is not None:
                 produced[impl.name] = table
@@ -260,6 +292,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 #: The kind this module's matrix reads (its workload of the same name); every other kind's
 #: implementations go to each_kind.py, which reads any kind through its named conventions.
 MATRIX_KIND = "table"
+
+
+#: The cli hands this verb the implementations' identities (harness.core.catalog), never their
+#: code: the probes' tables are judged and grouped in a process no implementation entered.
+JUDGE_APART = True
 
 
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:

@@ -2,8 +2,9 @@
 
 A rotary cache, a grid or a timestep embedding has named conventions of its own (neox vs
 GPT-J layouts, MAE vs DETR grids, diffusers vs ADM timesteps: each kind's `conventions` in
-harness.core.kinds). Every implementation of such a kind is checked - by `checks.check`, the
-path verify uses - on one small probe per convention and dtype; implementations that pass the
+harness.core.kinds). Every implementation of such a kind is checked - as verify checks,
+observed in its own process and judged in this one (harness.core.judged) - on one small
+probe per convention and dtype; implementations that pass the
 same probes form a class, and the distance between two conventions' reference tables says
 what reading a table under the wrong one costs. Each backend runs in a child process
 (harness.core.isolate), as for the 1-D table.
@@ -12,14 +13,12 @@ what reading a table under the wrong one costs. Each backend runs in a child pro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from harness.core import isolate, kinds
-from harness.core.checks import Check, check
+from harness.core import isolate, judged, kinds
 from harness.core.registry import Implementation
 from harness.util import tables
 
@@ -54,40 +53,18 @@ def probes(kind: kinds.Kind) -> list[FamilyProbe]:
     return out
 
 
-def impl_checks(impl: Implementation, grid: Sequence[FamilyProbe],
-                timeout_s: float) -> Iterator[Check]:
-    """One implementation on every probe of its kind (run in a child process); after a first
-    timeout the rest are not run (one hang costs one timeout)."""
-    hung = False
-    for probe in grid:
-        if hung:
-            yield Check(impl.name, impl.backend, impl.device, impl.workload, probe.spec, "error",
-                        "not run: an earlier probe timed out")
-            continue
-        result = check(impl, probe.spec, timeout_s)
-        hung = result.reason.startswith("timeout")
-        yield result
-
-
-def lost_checks(grid: Sequence[FamilyProbe], impl: Implementation, rows: list,
-                why: str) -> list[Check]:
-    return [Check(impl.name, impl.backend, impl.device, impl.workload, p.spec, "error",
-                  why if i == 0 else "not run: its process died on an earlier probe")
-            for i, p in enumerate(grid[len(rows):])]
-
-
 def run(impls: Sequence[Implementation], timeout_s: float,
         isolation: Optional[isolate.Isolation] = None) -> pd.DataFrame:
     """Every implementation on its kind's probes (the caller leaves out the 1-D table's, which
-    the matrix reads): one row per (implementation, probe) with the verdict."""
+    the matrix reads): one row per (implementation, probe) with the verdict, made here
+    (harness.core.judged: the implementations only hand back what they returned)."""
     rows = []
     for name in dict.fromkeys(i.kind for i in impls):
         mine = [i for i in impls if i.kind == name]
         grid = tuple(probes(kinds.named(name)))
-        task = isolate.Task("harness.verbs.conventions.each_kind:impl_checks", (grid, timeout_s))
-        by_impl = isolate.run(mine, task, partial(lost_checks, grid), isolation)
+        checks = iter(judged.run(mine, [p.spec for p in grid], timeout_s, isolation=isolation))
         for impl in mine:
-            for probe, result in zip(grid, by_impl[impl.name]):
+            for probe, result in zip(grid, checks):
                 rows.append({"kind": name, "convention": probe.convention, "dtype": probe.spec.dtype,
                              "impl": impl.name, "workload": impl.workload, "status": result.status,
                              "grade": result.grade, "max_abs_err": result.max_abs_err,

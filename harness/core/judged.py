@@ -1,0 +1,103 @@
+"""Observe implementations in their own processes, judge what they returned here.
+
+What verify does for its case list, and conventions for its probes: each implementation,
+in a child process per backend (harness.core.isolate), only hands back what it returned
+(harness.core.observe); the expectations (reference, tolerance, expected result for the
+inputs) are computed in this process, once per case, and the verdicts made here
+(`checks.judge`). A plugin that patches numpy or the harness at import changes only the
+child it runs in.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from harness.core import isolate
+from harness.core.checks import Check, Expectation, expect, inputs, judge
+from harness.core.observe import Observation, Plan, observe_all
+from harness.core.registry import Implementation
+
+
+def run(impls: Sequence[Implementation], specs: Sequence[Any], timeout_s: float = 120.0,
+        on_impl_done: Callable[[Implementation, list[Check]], None] | None = None,
+        isolation: Optional[isolate.Isolation] = None) -> list[Check]:
+    """Check every implementation on every spec. The implementations run in child processes
+    when `isolation` is given (a crash costs only that implementation's remaining cases), in
+    this process otherwise; either way they only hand back what they returned
+    (harness.core.observe), and the verdicts are made here (checks.judge)."""
+    specs = tuple(specs)
+    cases = _Cases(specs)
+    args = {w: cases.inputs(w) for w in dict.fromkeys(i.workload for i in impls)}
+    task = isolate.Task("harness.core.judged:impl_observations", (specs, args, timeout_s))
+
+    def judged(impl: Implementation, rows: list) -> list[Check]:
+        return cases.judge(impl, rows)
+
+    def finished(impl: Implementation, rows: list) -> None:
+        if on_impl_done is not None:
+            on_impl_done(impl, judged(impl, rows))
+
+    by_impl = isolate.run(impls, task, partial(lost_observations, len(specs)), isolation,
+                          finished if on_impl_done is not None else None)
+    return [c for impl in impls for c in judged(impl, by_impl[impl.name])]
+
+
+def impl_observations(impl: Implementation, specs: Sequence[Any],
+                      args: dict[str, tuple[tuple, ...]], timeout_s: float) -> Iterator[object]:
+    """The isolated task: the implementation's Plan, then what it returned on each spec."""
+    mine = args.get(impl.workload) or ((),) * len(specs)
+    return observe_all(impl, list(zip(specs, mine)), timeout_s)
+
+
+class _Cases:
+    """The specs, each workload's inputs on them, and their expectations (computed once, here)."""
+
+    def __init__(self, specs: tuple[Any, ...]) -> None:
+        self.specs = specs
+        self._inputs: dict[str, tuple[tuple, ...]] = {}
+        self._expected: dict[tuple[str, int], Expectation] = {}
+
+    def inputs(self, workload: str) -> tuple[tuple, ...]:
+        if workload not in self._inputs:
+            self._inputs[workload] = tuple(_inputs_or_none(workload, s) for s in self.specs)
+        return self._inputs[workload]
+
+    def expectation(self, workload: str, index: int) -> Expectation:
+        key = (workload, index)
+        if key not in self._expected:
+            spec = self.specs[index]
+            self._expected[key] = expect(workload, spec, self.inputs(workload)[index])
+        return self._expected[key]
+
+    def judge(self, impl: Implementation, rows: list) -> list[Check]:
+        """Each case's verdict from the rows its process sent ([Plan, Observation, ...])."""
+        seen = list(rows[1:]) if rows and isinstance(rows[0], Plan) else []
+        seen += [Observation(error="its process sent no result for this case", failed_call=0)
+                 ] * (len(self.specs) - len(seen))
+        return [judge(impl, spec, obs, partial(self.expectation, impl.workload, i))
+                for i, (spec, obs) in enumerate(zip(self.specs, seen))]
+
+
+def _inputs_or_none(workload: str, spec: Any) -> tuple:
+    """A workload's inputs on a spec of its kind; () for another kind's spec (a skip)."""
+    try:
+        return inputs(workload, spec)
+    except ValueError:
+        return ()
+
+
+def lost_observations(n_specs: int, impl: Implementation, rows: list, why: str) -> list:
+    """What a dead (or killed) process did not send: its Plan's decisions stand (unsupported
+    cases stay skips); the case it died on gets `why`, the rest "not run"."""
+    ahead: tuple = rows[0].ahead if rows and isinstance(rows[0], Plan) else (None,) * n_specs
+    tail: list = [] if rows else [Plan(ahead)]
+    done = max(0, len(rows) - 1)
+    for i in range(done, n_specs):
+        decided = ahead[i] if i < len(ahead) else None
+        if decided is not None:
+            tail.append(decided)
+            continue
+        reason = why if i == done else "not run: its process died on an earlier case"
+        tail.append(Observation(error=reason, failed_call=0))
+    return tail
