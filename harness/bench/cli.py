@@ -125,11 +125,13 @@ def _answer(run_dir: Path) -> list[str]:
 
 def verify_scope(frame: pd.DataFrame) -> list[str]:
     """Verify what the sweep timed, in the dtypes it timed them (a --quick sweep's float32
-    needs no float16 case, and each dtype costs its Numba kernels a compile)."""
+    needs no float16 case, and each dtype costs its Numba kernels a compile), on the quick
+    case list and fresh random cases: enough for each pick's grade (its long cases still
+    tell `exact` from `float32`); `nox -s verify` checks every case."""
     mine = frame[~frame["is_roof"].astype(bool)] if len(frame) else frame
     if not len(mine):
         return []
-    return (["--dtypes", ",".join(sorted(set(mine["dtype"].astype(str))))]
+    return (["--quick", "--dtypes", ",".join(sorted(set(mine["dtype"].astype(str))))]
             + [a for name in sorted(set(mine["impl"])) for a in ("--only", name)])
 
 
