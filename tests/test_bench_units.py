@@ -298,3 +298,32 @@ def test_jit_implementations_share_a_worker_unless_full_and_later_first_calls_sa
                                                                  timing=TIMING), "t", set()
         labels = [w._measure(None, c, None).first_call for c in (jit[0], jit[2], jit[0])]
         assert labels == ["cold", second, "warm"]
+
+
+def test_numba_serves_every_thread_count_from_one_worker_and_resizes_its_pool_between_cells():
+    from harness.bench import threads
+    from harness.bench.sweep import groups
+
+    def at(backend: str, n: int, impl: str = "a") -> Cell:
+        return Cell(impl, backend, "cpu", "table", "paper", 64, 64, "float32", n)
+
+    numba = groups([at("numba", 2), at("numba", 1, "b"), at("numba", 1)])
+    assert len(numba) == 1 and numba[0].name == "numba-1+2t" and numba[0].threads == 2
+    assert [c.threads for c in numba[0].cells] == [1, 1, 2]        # 1-thread cells first
+    torch = groups([at("torch", 2), at("torch", 1)])   # inductor bakes its thread count in
+    assert [g.name for g in torch] == ["torch-1t", "torch-2t"]
+    assert [g.name for g in groups([at("torch", 2), at("numba", 2), at("numba", 1)])] == [
+        "numba-1+2t", "torch-2t"]
+    pytest.importorskip("numba")
+    import numba as nb
+
+    if nb.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba's pool has one thread here")
+    try:
+        assert "numba threads=2" in threads.pin("numba", 2)
+        assert "numba threads=1" in threads.pin("numba", 1, again=True)
+        assert nb.get_num_threads() == 1
+    finally:
+        nb.set_num_threads(nb.config.NUMBA_NUM_THREADS)
+    with pytest.raises(ValueError, match="cannot resize"):
+        threads.pin("tensorflow", 1, again=True)

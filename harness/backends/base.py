@@ -36,6 +36,9 @@ class Backend:
     poison: Optional[Callable[[Any], bool]] = None     # fill with NaN in place; False if immutable
     pin_threads: Optional[Callable[[int], str]] = None # set its pools, describe what holds
     threaded: bool = True                              # worth timing at more than one thread
+    #: its pools resize while it runs (pin_threads may be called again between cells), so one
+    #: worker serves every thread count (one start-up, one compile per kernel, not one per count)
+    runtime_threads: bool = False
     peak: Mapping[str, PeakMeter] = field(default_factory=dict)   # device -> meter
     cuda: Optional[Callable[[], Optional[str]]] = None # None when it sees a CUDA device, else why
     #: capture(call, n): one CUDA graph of n back-to-back calls, and a replay of it

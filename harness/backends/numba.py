@@ -13,4 +13,4 @@ def pin_threads(threads: int) -> str:
 
 BACKEND = Backend(name="numba", install="pip install 'pe-harness[numba]'", modules=("numba",),
                   distributions={"numba": ("numba",)}, pin_threads=pin_threads,
-                  peak={"cpu": tracemalloc_peak}, jit=True)
+                  peak={"cpu": tracemalloc_peak}, jit=True, runtime_threads=True)

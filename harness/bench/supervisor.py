@@ -44,18 +44,20 @@ SUITE = Path(__file__).with_name("suite.py")
 
 @dataclass(frozen=True)
 class Group:
-    """The cells one worker process runs: one backend at one thread count. `shared_jit`: the
+    """The cells one worker process runs: one backend at one thread count (or at several, for
+    a backend whose pools resize while it runs). `shared_jit`: the
     backend compiles on first use and several implementations share this worker, so only its
     first first-call is cold."""
 
     backend: str
-    threads: int
+    threads: int                 # the most its cells use: its pools are sized for it
     cells: tuple[Cell, ...]
     shared_jit: bool = False
+    counts: tuple[int, ...] = ()  # its cells' thread counts, when more than `threads` alone
 
     @property
     def name(self) -> str:
-        return f"{self.backend}-{self.threads}t"
+        return f"{self.backend}-{'+'.join(map(str, self.counts or (self.threads,)))}t"
 
 
 def unique_path(folder: Path, stem: str, suffix: str) -> Path:

@@ -46,22 +46,34 @@ class RunDir:
 
 
 def groups(cells: Iterable[Cell], cold_starts: bool = False) -> list[Group]:
-    """(threads, backend) groups, each implementation's cells smallest first. With
-    `cold_starts`, a backend that compiles on first use (its adapter's `jit`) gets one per
-    implementation x dtype, so that its first call is cold; without, its implementations share
-    a worker (a compile once per kernel, not once per implementation: the first calls after the
-    worker's first are labelled `shared`, never `cold`)."""
-    by_group = sorted(cells, key=lambda c: (c.threads, c.backend, c.impl, c.workload, c.device,
-                                            c.dtype, c.elements, c.length))
-    return [Group(key[1], key[0], tuple(members), shared_jit=backends.get(key[1]).jit
-                  and not cold_starts)
-            for key, members in groupby(by_group, key=lambda c: _worker(c, cold_starts))]
+    """One worker per (backend, threads), each implementation's cells smallest first; 1-thread
+    groups first. A backend whose pools resize while it runs (`runtime_threads`: Numba) serves
+    every thread count from one worker, its 1-thread cells first. With `cold_starts`, a backend
+    that compiles on first use (its adapter's `jit`) gets one per implementation x dtype, so
+    that its first call is cold; without, its implementations share a worker (a compile once
+    per kernel, not once per implementation: the first calls after the worker's first are
+    labelled `shared`, never `cold`)."""
+    buckets: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        buckets.setdefault(_worker(cell, cold_starts), []).append(cell)
+    out = []
+    for members in buckets.values():
+        members.sort(key=lambda c: (c.threads, c.impl, c.workload, c.device, c.dtype, c.elements,
+                                    c.length))
+        backend = members[0].backend
+        out.append(Group(backend, max(c.threads for c in members), tuple(members),
+                         shared_jit=backends.get(backend).jit and not cold_starts,
+                         counts=tuple(sorted({c.threads for c in members}))))
+    return sorted(out, key=lambda g: (g.cells[0].threads, g.backend, g.cells[0].impl,
+                                      g.cells[0].dtype))
 
 
 def _worker(cell: Cell, cold_starts: bool) -> tuple:
     """Cells with the same value share a worker process."""
-    alone = (cell.impl, cell.dtype) if cold_starts and backends.get(cell.backend).jit else ()
-    return (cell.threads, cell.backend, *alone)
+    adapter = backends.get(cell.backend)
+    alone = (cell.impl, cell.dtype) if cold_starts and adapter.jit else ()
+    threads = () if adapter.runtime_threads else (cell.threads,)
+    return (cell.backend, *threads, *alone)
 
 
 def open_run(opts: SweepOptions, argv: Sequence[str], cores: int) -> RunDir:

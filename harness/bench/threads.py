@@ -21,13 +21,17 @@ def thread_env(threads: int) -> dict[str, str]:
     return {name: str(threads) for name in ENV_VARS}
 
 
-def pin(backend: str, threads: int) -> str:
-    """Pin `backend`'s own pools (the environment is already set); describe what holds."""
+def pin(backend: str, threads: int, again: bool = False) -> str:
+    """Pin `backend`'s own pools (the environment is already set, sized for the most threads
+    this worker uses); describe what holds. `again`: resize them between cells, for a backend
+    whose pools resize while it runs (`Backend.runtime_threads`)."""
     values = {os.environ.get(name, "unset") for name in ENV_VARS}
     env = values.pop() if len(values) == 1 else "mixed"
     settings = [f"env OMP/MKL/OPENBLAS/NUMBA/TF={env}"]
     adapter = backends.get(backend)
-    if adapter.prepare is not None:     # before its pools start: e.g. TF's quiet import
+    if again and not adapter.runtime_threads:
+        raise ValueError(f"backend {backend!r} cannot resize its thread pools while it runs")
+    if adapter.prepare is not None and not again:   # before its pools start: TF's quiet import
         adapter.prepare()
     if adapter.pin_threads is not None:
         settings.append(adapter.pin_threads(threads))

@@ -40,6 +40,7 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.thread_settings = threads.pin(config.backend, config.threads)
+        self.pinned = config.threads          # what the backend's pools hold now
         implementations(config.plugins)       # built-ins and plugins into the registry
         self.journal = Path(config.run_dir) / journal.FILENAME
         self.history = journal.read_all(self.journal)
@@ -51,6 +52,9 @@ class Worker:
     def run(self, cell: Cell, benchmark: Any) -> None:
         """Announce, maybe skip, measure and record one cell."""
         self._beat(cell)
+        if cell.threads != self.pinned:       # a worker serving several thread counts
+            self.thread_settings = threads.pin(self.config.backend, cell.threads, again=True)
+            self.pinned = cell.threads
         reason = (prune.far_behind(cell, self.history)
                   or budget.skip_reason(cell, self.history, self.config.timing, self.config.limits))
         if reason:
