@@ -136,19 +136,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _implementations(module: object, args: argparse.Namespace) -> list:
-    """What the verb works on. A verb that judges apart (`JUDGE_APART`: verify, bench) gets the
-    implementations' identities only, learned from a child, so that this process never imports
-    one (a verb that plans asks that child its `questions(args)` too: the specs whose
-    `supports` answers it needs); the others load them here, after a child has loaded any user
-    plugin first (a plugin that exits at import is then a usage error naming it, not a verb
-    that ran nothing)."""
+    """What the verb works on. A verb that judges apart (`JUDGE_APART`: verify, bench,
+    conventions) gets the implementations' identities only, learned from a child, so that this
+    process never imports one (a verb that plans asks that child its `questions(args)` too: the
+    specs whose `supports` answers it needs); identify (`catalog.PLUGINS_APART`) does so only
+    when a plugin exists, else loads the built-ins; the others load them here, after a child
+    has loaded any user plugin first (a plugin that exits at import is then a usage error
+    naming it, not a verb that ran nothing)."""
     from harness import implementations
     from harness.core import catalog, plugins
 
-    if getattr(module, "JUDGE_APART", False) and not getattr(args, "in_process", False):
+    apart = getattr(module, "JUDGE_APART", False)
+    if apart == catalog.PLUGINS_APART and not plugins.any_plugin(args.plugin):
+        return implementations()          # the project's own code only: nothing to keep out
+    if apart and not getattr(args, "in_process", False):
         questions = getattr(module, "questions", None)
         return catalog.entries(args.plugin, questions(args) if questions else ())
-    if args.plugin or plugins.env_plugins():
+    if plugins.any_plugin(args.plugin):
         catalog.entries(args.plugin)
     return implementations(args.plugin)
 

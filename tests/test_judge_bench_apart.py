@@ -134,3 +134,31 @@ def test_conventions_judges_apart_a_plugin_rewriting_numpy_cannot_match_zeros(tm
     assert mine.loc["adv-zeros", "status"] == "differs", mine
     assert mine.loc["adv-zeros", "table_class"] != "="
     assert mine.loc["seed-numpy-stack", "status"] == "match"
+
+
+def test_identify_keeps_a_plugin_rewriting_numpy_out_of_its_search(tmp_path):
+    """With a plugin, identify's process gets identities only: its search and checks run on
+    numpy as it is, and the libraries a Spec names (the plugin's own library convention
+    included) are asked of a child."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from harness import reference
+    from tests.test_judge_apart import ROOT, SABOTAGE
+    plugin = write(tmp_path, "identify_sin", SABOTAGE["numpy-sin-cos"] + textwrap.dedent('''
+        @register(name="adv-library", backend="numpy", reference=True,
+                  supports=Supports(layouts=("concat",), freq_shifts=(1,)))
+        def build(spec):
+            return lambda: None
+        '''))
+    path = tmp_path / "pe.npy"
+    np.save(path, reference(Spec(200, 64, layout="concat", freq_shift=1)).astype(np.float32))
+    done = subprocess.run([sys.executable, "-m", "harness", "identify", str(path), "--json",
+                           "--plugin", str(plugin)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=240, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = json.loads(done.stdout)
+    assert found["match"] is True and found["layout"] == "concat" and found["freq_shift"] == 1
+    assert "adv-library" in found["libraries"]

@@ -36,6 +36,10 @@ from harness.core import isolate, kinds, plugins
 from harness.util import lifeline, reaper
 
 START_S = 180.0
+#: A verb's JUDGE_APART saying: keep plugins out of this process, but the built-ins (the
+#: project's own code) may load here when there is no plugin (identify: it needs them only to
+#: name libraries, and a child per call would double its time).
+PLUGINS_APART = "plugins"
 #: Seconds one `supports` or availability question may take in the child; after a timeout the
 #: implementation's remaining questions are not asked (one hang costs one timeout).
 ASK_S = 30.0
@@ -99,13 +103,15 @@ def _captured_in_its_worker(call: Any, n: int) -> Any:
     raise RuntimeError("a plugin backend's capture runs only in its worker, which loads it")
 
 
-def entries(targets: Sequence[str], questions: Sequence[Any] = ()) -> list[Entry]:
+def entries(targets: Sequence[str], questions: Sequence[Any] = (),
+            availability: bool = True) -> list[Entry]:
     """Every implementation the built-ins, entry points, $PE_HARNESS_PLUGINS and `targets`
     register, in registration order, learned from a child that loads them; with `questions`
-    (specs), each also carries its availability and its `supports` answer to every question of
-    its kind."""
+    (specs), each also carries its `supports` answer to every question of its kind and, unless
+    not `availability`, why it cannot run here."""
     questions = tuple(questions)
-    with isolate.started("harness.core.catalog:child", (tuple(targets), questions)) as (
+    request = (tuple(targets), questions, availability)
+    with isolate.started("harness.core.catalog:child", request) as (
             proc, read, _):
         messages = _read_all(read, proc)
     loading = "the built-in implementations"
@@ -147,12 +153,13 @@ def _answered(entry: Entry, questions: tuple[Any, ...]) -> Entry:
     return replace(entry, answers=tuple(zip(questions, said)))
 
 
-def _ask(impl: Any, questions: tuple[Any, ...]) -> tuple[Optional[str], tuple[Any, ...]]:
-    """(why it cannot run here, its answer to each question in order: None, or the reason; a
-    question of another kind gets `supports`' own refusal), each under ASK_S."""
+def _ask(impl: Any, questions: tuple[Any, ...], availability: bool
+         ) -> tuple[Optional[str], tuple[Any, ...]]:
+    """(why it cannot run here, when asked; its answer to each question in order: None, or the
+    reason; a question of another kind gets `supports`' own refusal), each under ASK_S."""
     from harness.core.observe import guarded
 
-    unavailable, why = guarded(impl.unavailable_reason, ASK_S)
+    unavailable, why = guarded(impl.unavailable_reason, ASK_S) if availability else (None, "")
     if why:
         unavailable = f"availability check: {why}"
     answers: list[Optional[str]] = []
@@ -174,7 +181,7 @@ def child() -> None:
     lifeline.watch()
     reaper.adopt_orphans()
     out = int(os.environ.pop(isolate.RESULTS_ENV))
-    targets, questions = pickle.load(sys.stdin.buffer)
+    targets, questions, availability = pickle.load(sys.stdin.buffer)
     send = isolate.sender(out)
     try:
         plugins.load_builtins()
@@ -187,7 +194,7 @@ def child() -> None:
                           for b in map(backends.get, {i.backend for i in REGISTRY.all()})])
         found = []
         for i in REGISTRY.all():
-            unavailable, answers = _ask(i, questions) if questions else (None, ())
+            unavailable, answers = _ask(i, questions, availability) if questions else (None, ())
             found.append(Entry(i.name, i.backend, i.device, i.kind, i.workload, i.origin,
                                bool(i.reference), unavailable, answers))
         send("entries", found)

@@ -84,6 +84,12 @@ def env_plugins() -> list[str]:
     return [t for t in os.environ.get(ENV_VAR, "").split(os.pathsep) if t.strip()]
 
 
+def any_plugin(targets: list[str] | tuple[str, ...] = ()) -> bool:
+    """Whether code from outside the project registers implementations here: `targets`
+    (--plugin), $PE_HARNESS_PLUGINS or an installed entry point (listed, not loaded)."""
+    return bool(targets or env_plugins() or list(entry_points(group=ENTRY_POINT_GROUP)))
+
+
 def load_entry_points() -> list[str]:
     """Load every entry point of the group; return the names that loaded."""
     names = []

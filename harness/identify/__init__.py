@@ -12,12 +12,12 @@ grid `pos_embed` with its extra rows, a timestep embedding given its timesteps (
 """
 
 from harness.identify.check import Candidate
-from harness.identify.command import configure, main
+from harness.identify.command import JUDGE_APART, configure, main
 from harness.identify.load import LoadedTable, from_array, load
 from harness.identify.search import Identification, identify
 
-__all__ = ["Candidate", "Identification", "LoadedTable", "configure", "from_array", "identify",
-           "load", "main"]
+__all__ = ["JUDGE_APART", "Candidate", "Identification", "LoadedTable", "configure", "from_array",
+           "identify", "load", "main"]
 
 from harness.util import aliases as _aliases  # noqa: E402
 

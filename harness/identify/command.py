@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any, Sequence
 
+from harness.core import catalog
 from harness.core.registry import Implementation
 from harness.core.kinds.table.spec import SPEC_FIELDS, Spec
 from harness.identify import readers
@@ -44,11 +45,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "numbers separated by commas")
 
 
+#: With a plugin anywhere, the cli hands identify the implementations' identities only
+#: (harness.core.catalog): the search runs where no plugin was imported, and the libraries a
+#: Spec names are asked of a child. With none, the built-ins load here.
+JUDGE_APART = catalog.PLUGINS_APART
+
+
 def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
     stored = open_file(args.file, key=args.key)
     routed = readers.route(stored, args.kind, args.timesteps, scan)
     if routed.answers is not None:
         return readers.report(args.file, routed.answers, args.json)
+    impls = _Asking(impls, tuple(getattr(args, "plugin", None) or ()))
     if len(stored) > 1:
         return _report_entries(args.file, routed.scanned or scan(stored), impls, args.json)
     found = identify(_table(stored[0]))
@@ -106,14 +114,27 @@ def _libraries(found: Identification, impls: Sequence[Implementation]) -> list[I
 
 def libraries_for(spec: Spec, impls: Sequence[Implementation]) -> list[Implementation]:
     """The registered library conventions that produce `spec`'s table (any dtype they offer)."""
-    out = []
-    for impl in impls:
-        if not impl.reference:
-            continue
-        dtypes = [spec.dtype, "float32", "float64"]
-        if any(impl.supports(spec.replace(dtype=d)) is None for d in dtypes):
-            out.append(impl)
-    return out
+    specs = [spec.replace(dtype=d) for d in dict.fromkeys([spec.dtype, "float32", "float64"])]
+    if isinstance(impls, _Asking):
+        impls = impls.answering(specs)
+    return [i for i in impls if i.reference and any(i.supports(s) is None for s in specs)]
+
+
+class _Asking(list):
+    """The implementations identify was handed: loaded here (they answer `supports` themselves)
+    or, with a plugin anywhere, identities from the catalog, whose library conventions are asked
+    in a child about the specs in question (harness.core.catalog)."""
+
+    def __init__(self, impls: Sequence[Any], plugins: tuple[str, ...]) -> None:
+        super().__init__(impls)
+        self.plugins = plugins
+
+    def answering(self, specs: list[Spec]) -> list[Any]:
+        if not any(isinstance(i, catalog.Entry) for i in self):
+            return list(self)
+        if not any(i.reference for i in self):
+            return []
+        return catalog.entries(self.plugins, specs, availability=False)
 
 
 def _spec_fields(c: Candidate) -> dict[str, Any]:
