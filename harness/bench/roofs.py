@@ -206,22 +206,29 @@ def _add_torch(spec: Any, x: np.ndarray):
     return lambda out: torch.add(xt, pe, out=view(out))
 
 
-def _scale_pass(device: str):
-    """A pass over q and k: q * 2 and k * 2 into fresh arrays, one read and one write of each
-    element, which any rotation must at least do (on `device`; "numpy" for NumPy)."""
+def _passed(inputs: tuple) -> list[np.ndarray]:
+    """The inputs a pass reads and writes back: its floating arrays (a rotary apply's q and k;
+    not its integer positions)."""
+    return [a for a in inputs if np.asarray(a).dtype.kind == "f"]
 
-    def build(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
+
+def _scale_pass(device: str):
+    """A pass over the inputs (a rotary apply's q and k): each * 2 into fresh arrays, one read
+    and one write of each element, which any rotation must at least do (on `device`; "numpy"
+    for NumPy)."""
+
+    def build(spec: Any, *inputs: np.ndarray):
         if device == "numpy":
-            qn, kn = q.astype(spec.dtype), k.astype(spec.dtype)
-            return lambda: (np.multiply(qn, 2), np.multiply(kn, 2))
+            arrays = [a.astype(spec.dtype) for a in _passed(inputs)]
+            return lambda: tuple(np.multiply(a, 2) for a in arrays)
         import torch
 
         dtype = getattr(torch, spec.dtype)
-        qt, kt = (torch.from_numpy(a).to(device=device, dtype=dtype) for a in (q, k))
+        tensors = [torch.from_numpy(a).to(device=device, dtype=dtype) for a in _passed(inputs)]
 
         @torch.no_grad()
         def scale():
-            return qt.mul(2), kt.mul(2)
+            return tuple(t.mul(2) for t in tensors)
 
         return scale
 
@@ -231,24 +238,26 @@ def _scale_pass(device: str):
 
 def _scale_recycled(threaded: bool):
     """The same pass into memory the previous call let go (harness.util.recycle): the limit
-    without page faults, beside which an apply writing into recycled memory is judged."""
+    without page faults, beside which an apply writing into recycled memory is judged. One
+    buffer holds every input, so they must have one shape (k with q's heads)."""
 
-    def build(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
-        buffers = RecycledBuffers((2, *q.shape), host_dtype(spec.dtype))
+    def build(spec: Any, *inputs: np.ndarray):
+        given = _passed(inputs)
+        buffers = RecycledBuffers((len(given), *given[0].shape), host_dtype(spec.dtype))
         if threaded:   # every dtype: bfloat16 as torch's view of the uint16 bits
             import torch
 
             dtype = getattr(torch, spec.dtype)
-            qt, kt = (torch.from_numpy(a).to(dtype) for a in (q, k))
+            tensors = [torch.from_numpy(a).to(dtype) for a in given]
             view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
 
             def write(out: np.ndarray) -> tuple:
-                return torch.mul(qt, 2, out=view(out[0])), torch.mul(kt, 2, out=view(out[1]))
+                return tuple(torch.mul(t, 2, out=view(o)) for t, o in zip(tensors, out))
         else:
-            qn, kn = q.astype(spec.dtype), k.astype(spec.dtype)
+            arrays = [a.astype(spec.dtype) for a in given]
 
             def write(out: np.ndarray) -> tuple:
-                return np.multiply(qn, 2, out=out[0]), np.multiply(kn, 2, out=out[1])
+                return tuple(np.multiply(a, 2, out=o) for a, o in zip(arrays, out))
 
         def call():
             return write(buffers.take())
@@ -259,14 +268,15 @@ def _scale_recycled(threaded: bool):
     return build
 
 
-def _device_copy(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
+def _device_copy(spec: Any, *inputs: np.ndarray):
     """q and k copied on the device into fresh tensors: the copy of the same bytes a rotation
     reads and writes, the yardstick a GPU kernel is set against (in place or not)."""
     import torch
 
     dtype = getattr(torch, spec.dtype)
-    qt, kt = (torch.from_numpy(np.ascontiguousarray(a)).to(device="cuda", dtype=dtype) for a in (q, k))
-    return lambda: (qt.clone(), kt.clone())
+    tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(device="cuda", dtype=dtype)
+               for a in _passed(inputs)]
+    return lambda: tuple(t.clone() for t in tensors)
 
 
 def _sincos(functions: str):
