@@ -80,6 +80,15 @@ def test_the_judge_leaves_rows_it_has_nothing_to_judge():
                                                         "sampled": wrong})
 
 
+def test_a_result_too_large_to_judge_here_is_left_to_verify(monkeypatch):
+    from harness.bench import fingerprint
+    c = cell(length=64, width=8)
+    row = {**c.as_dict(), "status": "ok", "sampled": (tuple([9.0] * 512),)}
+    assert Judge(seed=1).problem(row) != ""
+    monkeypatch.setattr(fingerprint, "JUDGED_ELEMENTS", c.elements - 1)
+    assert Judge(seed=1).problem(row) == ""
+
+
 def test_sampled_places_are_the_seeds_and_cover_a_small_result_whole():
     assert list(indices(10, 3)) == list(range(10))
     assert list(indices(10_000, 3)) == list(indices(10_000, 3))

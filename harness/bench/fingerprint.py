@@ -13,7 +13,8 @@ same contract as verify. A cell whose first or timed values miss is `invalid`:
 never recommended. A kernel wrong in every call, first included, but consistent
 is caught here, not only by verify.
 
-What it does not promise: the sample is drawn in the worker, with a seed the
+What it does not promise: a result past JUDGED_ELEMENTS is not judged here (its reference
+would take too much of this process's memory); the sample is drawn in the worker, with a seed the
 implementation's process can read; code that rewrites this module's `sample`
 itself could still lie about its values. What it cannot do is reach the reference,
 the tolerance or the comparison.
@@ -37,6 +38,10 @@ SEED_ENV = "PE_HARNESS_BENCH_SAMPLE_SEED"
 #: thousand is caught at least once in about 40% of cells, and one wrong in a tenth of its
 #: elements almost surely; a few kB in the journal per cell.
 SAMPLES = 512
+#: The largest result (elements) the judge computes a float64 reference for: about 0.6 GB of
+#: reference, tolerance and expected arrays at once in bench's own process. Larger cells (a
+#: batched forward or apply past 16 Mi elements) are left to verify's judgement.
+JUDGED_ELEMENTS = 1 << 24
 
 
 def new_seed() -> int:
@@ -78,7 +83,10 @@ class Judge:
         sampled = row.get("sampled") or ()
         if row.get("status") != "ok" or row.get("is_roof") or not sampled:
             return ""
-        expected, allowed = self._expected(Cell.from_dict(dict(row)))
+        cell = Cell.from_dict(dict(row))
+        if cell.elements > JUDGED_ELEMENTS:
+            return ""
+        expected, allowed = self._expected(cell)
         for name, values in zip(("first call", "a call under the benchmark's timer"), sampled):
             got = np.asarray(values, dtype=np.float64)
             if got.shape != expected.shape:
