@@ -45,8 +45,6 @@ def test_bench_names_a_stale_result_by_what_was_tried():
         "second call: returned 1 items, expected a tuple (cos, sin)"
 
 
-
-
 def table_cell(dtype: str = "float64") -> Cell:
     return Cell("x", "numpy", "cpu", "table", "concat", 16, 8, dtype, 1)
 
@@ -60,14 +58,22 @@ def test_the_first_values_are_the_well_formed_result_joined_or_none():
     assert validity.first_values((cos[1:], sin), c) is None             # another shape
 
 
+def problem(out, first, c: Cell):
+    """Why a timed result is invalid (None: it is not); its values come back only when valid."""
+    why, values = validity.timed_problem(out, first, c)
+    assert (values is None) == (why is not None), (why, values)
+    return why
+
+
 def test_a_timed_tuple_result_is_judged_part_by_part_against_the_first():
     c = rotary_cell()
     cos, sin = cos_sin(c)
     first = validity.first_values((cos, sin), c)
-    assert validity.timed_problem((cos, sin), first, c) is None
-    assert validity.timed_problem((cos, sin + 0.5), first, c).startswith(
+    assert problem((cos, sin), first, c) is None
+    np.testing.assert_array_equal(validity.timed_problem((cos, sin), first, c)[1], first)
+    assert problem((cos, sin + 0.5), first, c).startswith(
         "a call under the benchmark's timer returned other values than its first call")
-    assert validity.timed_problem((cos, sin[1:]), first, c).startswith(
+    assert problem((cos, sin[1:]), first, c).startswith(
         "a call under the benchmark's timer: sin: shape ")
 
 
@@ -78,15 +84,21 @@ def test_a_timed_result_may_stray_up_to_its_bound_from_the_first_and_no_further(
     bound = validity.TIMED_RTOL
     at_bound = zeros.copy()
     at_bound[3, 5] = bound
-    assert validity.timed_problem(at_bound, zeros, c) is None            # exactly at it: same
-    assert validity.timed_problem(1.5 * at_bound, zeros, c) is not None  # magnitude < 1: bound 1x
+    assert problem(at_bound, zeros, c) is None                 # exactly at it: the same
+    assert problem(1.5 * at_bound, zeros, c) is not None       # magnitude < 1: bound 1x
     big = np.full(c.shape, 100.0)
-    assert validity.timed_problem(big + 50 * at_bound, big, c) is None   # 100x the magnitude
-    assert "max difference 0.2" in validity.timed_problem(big + 200 * at_bound, big, c)
+    assert problem(big + 50 * at_bound, big, c) is None        # 100x the magnitude
+    assert "max difference 0.2" in problem(big + 200 * at_bound, big, c)
 
 
 def test_without_first_values_a_timed_result_is_only_checked_well_formed():
     c = table_cell()
-    assert validity.timed_problem(np.ones(c.shape), None, c) is None
-    assert validity.timed_problem(np.full(c.shape, np.nan), None, c).startswith(
+    assert problem(np.ones(c.shape), None, c) is None
+    assert problem(np.full(c.shape, np.nan), None, c).startswith(
         "a call under the benchmark's timer: ")
+
+
+def test_a_table_cell_is_timed_on_its_convention_in_its_dtype():
+    spec = Cell("x", "numpy", "cpu", "table", "fairseq", 16, 8, "float16", 1).spec()
+    assert (spec.length, spec.d_model, spec.dtype) == (16, 8, "float16")
+    assert (spec.layout, spec.freq_shift, spec.offset) == ("concat", 1, 2)
