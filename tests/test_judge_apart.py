@@ -265,7 +265,7 @@ def test_a_faked_clock_is_caught_by_the_supervisors_own(tmp_path):
         def build(spec):
             return lambda: reference(spec).astype(spec.dtype)
         '''))
-    code, text, rows = bench(plugin, tmp_path, "--lengths", "8", "--max-time", "0.05")
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "8", "--max-time", "0.03")
     assert code == 0, text
     mine = rows[rows["impl"] == "adv-clock"].iloc[0]
     assert mine["status"] == "ok" and "clock: its timer counted" in mine["flags"], text
