@@ -105,10 +105,14 @@ def write_run(root: Path, name: str = "run-a", machine: str = "testbox",
     return path
 
 
+def without_plots(patch: pytest.MonkeyPatch) -> None:
+    """For tests of tables and rules: skip drawing (the plots have their own test)."""
+    patch.setattr(pipeline, "_draw", lambda *args, **kwargs: {})
+
+
 @pytest.fixture
 def no_plots(monkeypatch):
-    """For tests of tables and rules: skip drawing (the plots have their own test)."""
-    monkeypatch.setattr(pipeline, "_draw", lambda *args, **kwargs: {})
+    without_plots(monkeypatch)
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,15 @@ from harness.core.spec import Spec
 from harness.report import build, load_run, positions
 from harness.report.measures import baselines, usual
 from tests.test_report import (SMALL, bench_rows, keyed_rows, no_plots, section, verify_rows,  # noqa: F401
-                               write_run)
+                               without_plots, write_run)
 
 
-@pytest.fixture
-def text(tmp_path, no_plots) -> str:  # noqa: F811
-    return build([write_run(tmp_path)]).read_text()
+@pytest.fixture(scope="module")
+def text(tmp_path_factory) -> str:
+    """The report of write_run's run, without plots: built once, read by the tests that only read."""
+    with pytest.MonkeyPatch.context() as patch:
+        without_plots(patch)
+        return build([write_run(tmp_path_factory.mktemp("advice"))]).read_text()
 
 
 def headings(text: str) -> list[str]:
