@@ -3,25 +3,76 @@
 Parametrized from the registry, so a new implementation is covered the day it
 is registered. An implementation unavailable here (no GPU) is skipped with its
 reason, never reported as passing.
+
+Every implementation on its kind's full matrix is half of the suite's time (JIT compiles,
+long tables), and almost all of it runs on one core: the verdicts are computed once, in two
+worker processes, by groups that share a backend and a kind (so one worker compiles a
+backend's kernels and imports it once), and each test reads its implementation's verdicts.
+The verdicts are `check`'s, in a process of the same interpreter and source tree.
 """
 
 from __future__ import annotations
+
+import multiprocessing
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from typing import Sequence
 
 import pytest
 
 from harness import implementations
 from harness.core import kinds
-from harness.core.checks import check
+from harness.core.checks import Check, check
 
 CASES = {name: kind.cases() for name, kind in kinds.KINDS.items()}   # each kind's full matrix
 IMPLS = implementations()
+BY_NAME = {impl.name: impl for impl in IMPLS}
+#: Worker processes for the matrix: the 2-core machine `nox -s tests` promises its time on.
+WORKERS = 2
+
+
+def verdicts_of(names: Sequence[str]) -> dict[str, list[Check]]:
+    """Each named implementation checked on every case of its kind's matrix (run in a worker)."""
+    return {name: [check(BY_NAME[name], spec) for spec in CASES[BY_NAME[name].kind]]
+            for name in names}
+
+
+def groups(names: Sequence[str]) -> list[list[str]]:
+    """The implementations by (backend, kind), the largest share of the matrix first."""
+    by_group: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for name in names:
+        by_group[(BY_NAME[name].backend, BY_NAME[name].kind)].append(name)
+    return sorted(by_group.values(), key=lambda g: -len(g) * len(CASES[BY_NAME[g[0]].kind]))
+
+
+@pytest.fixture(scope="session")
+def verdicts(request) -> dict[str, list[Check] | BaseException]:
+    """The verdicts of the implementations this session's tests ask for (computed on first use);
+    a worker that died leaves its exception as those implementations' entry."""
+    wanted = sorted({item.callspec.params["impl"].name for item in request.session.items
+                     if item.originalname == "test_implementation_matches_reference"
+                     and item.callspec.params["impl"].available})
+    parts = groups(wanted)
+    if len(parts) < 2:
+        return verdicts_of(wanted)
+    found: dict[str, list[Check] | BaseException] = {}
+    with ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(verdicts_of, part): part for part in parts}
+        for future, part in futures.items():
+            try:
+                found.update(future.result())
+            except Exception as exc:   # a crashed worker fails its implementations, not the run
+                found.update({name: exc for name in part})
+    return found
 
 
 @pytest.mark.parametrize("impl", IMPLS, ids=lambda i: i.name)
-def test_implementation_matches_reference(impl):
+def test_implementation_matches_reference(impl, verdicts):
     if not impl.available:
         pytest.skip(impl.unavailable_reason())
-    checks = [check(impl, spec) for spec in CASES[impl.kind]]
+    checks = verdicts[impl.name]
+    if isinstance(checks, BaseException):
+        raise checks
     bad = [f"{c.spec.short()}: {c.status}: {c.reason}" for c in checks if c.status in ("fail", "error")]
     assert not bad, "\n".join(bad)
     assert any(c.status == "pass" for c in checks), "supports no case of the matrix"
