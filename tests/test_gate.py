@@ -14,6 +14,7 @@ import pytest
 import harness.cli
 from harness.report import gate
 from tests.test_bench import PLUGINS, bench, by_impl, table
+from tests.test_report import no_plots  # noqa: F401  (a fixture)
 
 RNG = np.random.default_rng(7)
 
@@ -97,13 +98,14 @@ def flag(run_dir) -> str:
 
 
 def compare(new, base, capsys) -> tuple[int, str, str]:
-    """`report NEW --compare BASE --fail-slower 10` in this process (the sweeps ran apart):
-    its exit code, stdout and stderr."""
+    """`report NEW --compare BASE --fail-slower 10` in this process (the sweeps ran apart; the
+    plots, which the gate never reads, are not drawn): its exit code, stdout and stderr."""
     code = harness.cli.main(["report", str(new), "--compare", str(base), "--fail-slower", "10"])
     return code, *capsys.readouterr()
 
 
-def test_same_code_twice_under_load_passes_and_a_planted_slowdown_fails(tmp_path, busy_core, capsys):
+def test_same_code_twice_under_load_passes_and_a_planted_slowdown_fails(tmp_path, busy_core, capsys,
+                                                                        no_plots):
     """The busy process takes one core; a run whose cell still had fewer cores than it needed
     after its re-measuring is left out of the verdict (a pass), which this machine's own load
     can cause: the planted slowdown is then not judged, and the test says so by skipping."""
