@@ -21,11 +21,28 @@ def test_list_shows_every_backend_and_availability(capsys):
     for backend in ("python", "numpy", "numba", "tensorflow", "torch"):
         assert f" {backend} " in out
     assert "torch-cuda-stack" in out
-    assert all(len(line) <= 120 for line in out.splitlines())       # fits a terminal
+    assert all(len(line) <= 100 for line in out.splitlines())       # fits a terminal
     unavailable = [line for line in out.splitlines() if " no (" in line]
     for line in unavailable:                      # each "no (N)" has its reason as note (N)
         note = line.split(" no (")[1].split(")")[0]
         assert f"\n({note}) " in out
+
+
+def test_list_shows_each_rotary_apply_forms_as_letters(capsys):
+    from harness import ApplyForms
+    from harness.verbs.listing import form_letters
+
+    assert form_letters(ApplyForms()) == "h----"
+    assert form_letters(ApplyForms(layouts=("bshd",), gqa=True, in_place=True)) == "-sg-i"
+    assert form_letters(None) == ""
+    assert main(["list", "--only", "rotary-numba-*", "--only", "numpy-stack"]) == 0
+    out = capsys.readouterr().out
+    forms = {line.split()[0]: line.split()[5] for line in out.splitlines()[2:] if "rotary:apply" in line}
+    assert forms["rotary-numba-apply-fused"] == "hsgb-" and forms["rotary-numba-apply-inplace"] == "hsgbi"
+    stack = [line for line in out.splitlines() if line.startswith("numpy-stack ")][0]
+    column = out.splitlines()[0].index("forms")
+    assert stack[column:column + 5].strip() == ""                  # a table has no forms: blank
+    assert "forms of rotary apply: h q, k heads first" in out
 
 
 def test_a_mistyped_verb_or_an_unmatched_only_gets_a_did_you_mean(capsys):

@@ -3,7 +3,7 @@
 The naive builders are transformers' Llama rotary (float32 `inv_freq[None] * positions[:, None]`,
 `emb = cat(freqs, freqs)`, `cos() * attention_scaling`, cast; `q * cos + rotate_half(q) * sin`)
 and GPT-J's (each frequency repeated twice in a row, `rotate_every_two`). The fast cache combines
-the angle-addition tables of _rotary_tables.py and writes its n_freq distinct columns twice. The
+the angle-addition tables of _tables.py and writes its n_freq distinct columns twice. The
 three libraries differ only in a few spellings, which `ModelOps` holds, so the formulas are
 written once and a mistake in them shows on every backend alike; `register_model_code` registers
 a library's three (cache, fast cache, apply) from its module, so they are written once too.

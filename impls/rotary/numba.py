@@ -1,12 +1,14 @@
 """Numba: rotary caches and apply as parallel kernels, fused (no cache), cached and unfused.
 
 Why they are fast: no per-element transcendental. Every (position, frequency) gets its cos and
-sin by angle addition from the two small float64 tables of _rotary_tables.py (four multiply-adds,
+sin by angle addition from the two small float64 tables of _tables.py (four multiply-adds,
 ~2 ulp of float64 at any position, rounded once to the dtype), a block of positions at a time
 into a small per-thread table; the cache kernel writes both copies of each frequency from it, and
-the fused apply streams every batch and head row of q and k through it (_rotary_kernels.py): one
+the fused apply streams every batch and head row of q and k through it (_apply_kernels.py): one
 read of q and k, one write of the outputs, like the fused rotary kernels of flash-attn, Liger and
-vLLM. Positions need not be sorted: each one finds its coarse and fine rows by division.
+vLLM, in every form they take (FORMS: both layouts walked in their own order, k with fewer heads,
+position ids per sequence; `-inplace` rotates q and k where they are). Positions need not be
+sorted: each one finds its coarse and fine rows by division.
 Outputs are faulted in by one thread before the parallel pass (`first_touch`); the `-recycled`
 variants write into the memory of outputs the caller has let go (harness.util.recycle), which
 spares the page faults of a fresh mapping at every call, as numba-angleadd-recycled does.
@@ -20,11 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.kinds.rotary import RotarySpec
+from harness.core.inplace import InPlace
+from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.registry import register
 from harness.util.memory import first_touch
 from harness.util.recycle import RecycledBuffers
 from .._numba_half import HALF_DTYPES, Storage
+from ._apply_kernels import apply_kernels
 from ._kernels import kernels, run
 from ._supports import NUMBA
 from ._tables import pair_slices, split_tables
@@ -36,7 +40,8 @@ class Rotary:
     def __init__(self, spec: RotarySpec, recycle: bool = False):
         half = spec.dtype in HALF_DTYPES
         self.spec, self.recycle = spec, recycle
-        self.kernels = kernels(spec.dtype if half else "float32")
+        codec = spec.dtype if half else "float32"
+        self.kernels, self.apply = kernels(codec), apply_kernels(codec)
         self.storage = Storage(spec.dtype)
         self.hand = self.storage.result()
         # half dtypes: float32 tables and scratch (~2e-7, far below a half ulp), 16 lanes a vector
@@ -44,6 +49,7 @@ class Rotary:
         tables = split_tables(spec)
         self.tables = (tables.step, *tables.cast(np.float32 if half else np.float64))
         self.interleaved = spec.layout == "interleaved"
+        self.seq_first = spec.qk_layout == "bshd"
         self.first = pair_slices(spec)[0]
         self.buffers: dict = {}
 
@@ -66,19 +72,22 @@ class Rotary:
         run(self.kernels.cache, 2 * cos.size, cos, sin, index, self.tables, self.interleaved, self.work)
         return cos, sin
 
-    def _sweep(self, fill, q, k, index, tables) -> tuple[np.ndarray, np.ndarray]:
-        oq, ok = self.empty(q.shape, 0), self.empty(k.shape, 1)
-        run(self.kernels.sweep, 2 * q.size, fill, q, k, oq, ok, index, tables, self.spec.n_freq,
-            self.interleaved, self.work)
+    def _sweep(self, fill, q, k, ids, tables, in_place: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        oq, ok = (q, k) if in_place else (self.empty(q.shape, 0), self.empty(k.shape, 1))
+        run(self.apply.sweep, q.size + k.size, fill, q, k, oq, ok, ids, tables, self.spec.n_freq,
+            self.interleaved, self.seq_first, in_place, self.work)
         return oq, ok
 
-    def fused(self, q: np.ndarray, k: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self._sweep(self.kernels.angles, q, k, index, self.tables)
+    def fused(self, q: np.ndarray, k: np.ndarray, ids: np.ndarray,
+              in_place: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """q, k rotated at position ids `[1 or batch, seq]` (rows from offset), no cache."""
+        return self._sweep(self.apply.angles, q, k, ids, self.tables, in_place)
 
     def from_cache(self, q: np.ndarray, k: np.ndarray, rows: np.ndarray, cos: np.ndarray,
                    sin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rotate by cache rows: cos, sin are the cache's n_freq distinct columns `[rows, n_freq]`."""
-        return self._sweep(self.kernels.gather, q, k, rows, (cos, sin))
+        """Rotate by cache rows `[1 or batch, seq]`: cos, sin are the cache's n_freq distinct
+        columns `[rows, n_freq]`."""
+        return self._sweep(self.apply.gather, q, k, rows, (cos, sin))
 
     def result(self, pair: tuple[np.ndarray, np.ndarray]) -> tuple:
         """The two outputs as the dtype's arrays (a view each for the half dtypes, no copy)."""
@@ -91,9 +100,11 @@ class Rotary:
 
 
 def _inputs(spec: RotarySpec, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
-    """q, k in the spec's dtype as the kernels read it (C-contiguous) and positions as row indices from offset."""
+    """q, k in the spec's dtype as the kernels read it (C-contiguous, in their own layout) and
+    position ids as rows from offset, `[1, seq]` when shared by the batch, else `[batch, seq]`."""
     cast = [Storage(spec.dtype).encode(x) for x in (q, k)]
-    return (*cast, np.ascontiguousarray(positions - spec.offset, dtype=np.int64))
+    ids = np.asarray(positions, dtype=np.int64) - spec.offset
+    return (*cast, np.ascontiguousarray(ids.reshape(-1, ids.shape[-1])))
 
 
 def _warmed(rotary: Rotary, call):
@@ -120,23 +131,47 @@ def build_rotary_numba_cache_recycled(spec: RotarySpec):
     return _warmed(rotary, lambda: rotary.result(rotary.cache(index)))
 
 
-@register(name="rotary-numba-apply-fused", backend="numba", workload="apply", supports=NUMBA)
+#: Every form of apply (forms.py): both layouts, k with fewer heads, position ids per sequence.
+FORMS = ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True)
+
+
+@register(name="rotary-numba-apply-fused", backend="numba", workload="apply", supports=NUMBA, forms=FORMS)
 def build_rotary_numba_apply_fused(spec: RotarySpec, q, k, positions):
     """One parallel pass, no cache: each position's cos/sin computed once for all batch and heads."""
     rotary = Rotary(spec)
-    qx, kx, index = _inputs(spec, q, k, positions)
-    return _warmed(rotary, lambda: rotary.result(rotary.fused(qx, kx, index)))
+    qx, kx, ids = _inputs(spec, q, k, positions)
+    return _warmed(rotary, lambda: rotary.result(rotary.fused(qx, kx, ids)))
 
 
-@register(name="rotary-numba-apply-fused-recycled", backend="numba", workload="apply", supports=NUMBA)
+@register(name="rotary-numba-apply-fused-recycled", backend="numba", workload="apply", supports=NUMBA,
+          forms=FORMS)
 def build_rotary_numba_apply_fused_recycled(spec: RotarySpec, q, k, positions):
     """rotary-numba-apply-fused into the memory of outputs let go: no page faults, two kept."""
     rotary = Rotary(spec, recycle=True)
-    qx, kx, index = _inputs(spec, q, k, positions)
-    return _warmed(rotary, lambda: rotary.result(rotary.fused(qx, kx, index)))
+    qx, kx, ids = _inputs(spec, q, k, positions)
+    return _warmed(rotary, lambda: rotary.result(rotary.fused(qx, kx, ids)))
 
 
-@register(name="rotary-numba-apply-cached", backend="numba", workload="apply", supports=NUMBA)
+@register(name="rotary-numba-apply-inplace", backend="numba", workload="apply", supports=NUMBA,
+          forms=ApplyForms(layouts=FORMS.layouts, gqa=True, batch_positions=True, in_place=True))
+def build_rotary_numba_apply_inplace(spec: RotarySpec, q, k, positions):
+    """rotary-numba-apply-fused in place, as Liger's, FlashAttention's and vLLM's kernels rotate."""
+    rotary = Rotary(spec)
+    q0, k0, ids = _inputs(spec, q, k, positions)
+    qx, kx = q0.copy(), k0.copy()
+
+    def reset():
+        np.copyto(qx, q0)
+        np.copyto(kx, k0)
+
+    def call():
+        return rotary.result(rotary.fused(qx, kx, ids, in_place=True))
+
+    call()
+    return InPlace(reset, call)
+
+
+@register(name="rotary-numba-apply-cached", backend="numba", workload="apply", supports=NUMBA, forms=FORMS)
 def build_rotary_numba_apply_cached(spec: RotarySpec, q, k, positions):
     """Cache of every position built in setup; the call rotates by its rows at the positions."""
     rotary = Rotary(spec)
@@ -145,12 +180,12 @@ def build_rotary_numba_apply_cached(spec: RotarySpec, q, k, positions):
     return _warmed(rotary, lambda: rotary.result(rotary.from_cache(qx, kx, rows, cos, sin)))
 
 
-@register(name="rotary-numba-apply-unfused", backend="numba", workload="apply", supports=NUMBA)
+@register(name="rotary-numba-apply-unfused", backend="numba", workload="apply", supports=NUMBA, forms=FORMS)
 def build_rotary_numba_apply_unfused(spec: RotarySpec, q, k, positions):
-    """HF's two steps as kernels: the cache at the positions, then the rotation by it."""
+    """HF's two steps as kernels: the cache at the position ids, then the rotation by it."""
     rotary = Rotary(spec)
-    qx, kx, index = _inputs(spec, q, k, positions)
-    rows = np.arange(index.size, dtype=np.int64)
+    qx, kx, ids = _inputs(spec, q, k, positions)
+    index, rows = ids.reshape(-1), np.arange(ids.size, dtype=np.int64).reshape(ids.shape)
 
     def apply():
         cos, sin = rotary.distinct(*rotary.cache(index))

@@ -1,0 +1,115 @@
+"""Numba kernels of rotary apply in every form it takes, by blocks of positions (registers nothing).
+
+One pass reads q and k once and writes each output once. A unit of work is one block of BLOCK
+positions of one row of position ids (`ids` is `[1, seq]` for ids shared by the batch, or
+`[batch, seq]`): its cos/sin are formed once (`fill`: angle addition, or rows of a cache) into a
+small per-thread table and every head of q and k at those positions streams through it, every
+batch row too when the ids are shared. So GQA costs nothing (k's heads are whatever k has) and
+each (position, frequency) is a transcendental-free multiply-add once per call. Units go to
+threads in contiguous runs (`chunks`): one fork/join per call, scratch allocated once a thread.
+
+Both layouts are walked in their own memory order, never converted: heads first (`[b, h, s,
+d]`), a block of a head is BLOCK contiguous rows; sequence first (`[b, s, h, d]`), a position's
+heads are contiguous rows sharing one cos/sin row. A row is rotated by two unit-stride loops
+over the frequencies ("half": one loop per half, which vectorises; a loop writing both halves
+did not) or one over pairs ("interleaved"); dims past rotary_dim are copied (partial rotary).
+In place (`in_place`: oq is q), the "half" rotation keeps both halves of a frequency in registers, one
+loop: the two-loop form would read a first half it had already overwritten.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+
+from ._kernels import BLOCK, FASTMATH, common
+
+
+@functools.cache
+def apply_kernels(dtype: str = "float32") -> SimpleNamespace:
+    """Compile once per process and codec (float32 and float64 share one set, as `kernels`)."""
+    import numba
+    import numpy as np
+
+    from .._numba_half import codecs
+
+    codec = codecs()[dtype]
+    store, load = codec.store, codec.load
+    shared = common()
+    angle_row, chunks = shared.angle_row, shared.chunks
+    njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
+
+    @njit
+    def angles(ids, p0, p1, tables, c, s):
+        """Rows of c, s: cos/sin of positions offset + ids[p0:p1]."""
+        for i in range(p0, p1):
+            angle_row(ids, i, tables, c[i - p0], s[i - p0])
+
+    @njit
+    def gather(ids, p0, p1, tables, c, s):
+        """Rows of c, s copied from a cache's distinct columns, tables = (cos, sin) `[rows, n]`."""
+        cos, sin = tables
+        for i in range(p0, p1):
+            cr, sr, row = c[i - p0], s[i - p0], ids[i]
+            for f in range(c.shape[1]):
+                cr[f] = load(cos[row, f])
+            for f in range(c.shape[1]):
+                sr[f] = load(sin[row, f])
+
+    @njit(inline="always")
+    def rotate_row(x, cr, sr, n, interleaved):
+        """One head's row rotated where it is (dims past 2 n untouched): both halves of a
+        frequency loaded before either is stored, one loop that vectorises (a loop storing into
+        another array than it loads from did not: too many runtime alias checks for LLVM)."""
+        if interleaved:
+            for f in range(n):
+                x1, x2 = load(x[2 * f]), load(x[2 * f + 1])
+                x[2 * f] = store(x1 * cr[f] - x2 * sr[f])
+                x[2 * f + 1] = store(x2 * cr[f] + x1 * sr[f])
+        else:
+            x1, x2 = x[:n], x[n:2 * n]
+            for f in range(n):
+                a, b = load(x1[f]), load(x2[f])
+                x1[f] = store(a * cr[f] - b * sr[f])
+                x2[f] = store(b * cr[f] + a * sr[f])
+
+    @njit
+    def rotate_block(x, o, b, p0, p1, c, s, n, interleaved, in_place, seq_first):
+        """Positions p0:p1 of batch row b, every head of x (q or k), rotated into o: copied
+        there first (a flat copy per contiguous run: the whole block sequence first, a run per
+        head heads first; the tail past rotary_dim comes with it), then rotated in place while
+        it is in cache. Rows in memory order: position by position, its heads (sequence first),
+        or head by head. No inlining into the sweep: each inlined copy cost seconds of compiling."""
+        heads, d = (x.shape[2] if seq_first else x.shape[1]), x.shape[3]
+        if not in_place:
+            xf, of = x.reshape(-1), o.reshape(-1)
+            runs, run = (1, (p1 - p0) * heads * d) if seq_first else (heads, (p1 - p0) * d)
+            for r in range(runs):
+                start = ((b * x.shape[1] + p0) * heads * d if seq_first
+                         else ((b * heads + r) * x.shape[2] + p0) * d)
+                xs, os = xf[start:start + run], of[start:start + run]
+                for j in range(run):   # from 0: no negative-index fix-up in the loop
+                    os[j] = xs[j]
+        outer, inner = (p1 - p0, heads) if seq_first else (heads, p1 - p0)
+        for u in range(outer):
+            for v in range(inner):
+                i, h = (p0 + u, v) if seq_first else (p0 + v, u)
+                rotate_row(o[b, i, h] if seq_first else o[b, h, i], c[i - p0], s[i - p0], n, interleaved)
+
+    def sweep(fill, q, k, oq, ok, ids, tables, n, interleaved, seq_first, in_place, work):
+        """q, k rotated into oq, ok (in place: oq is q, ok is k); position ids `[1 or batch, seq]`;
+        `work`: an empty array of the dtype the cos/sin are computed in."""
+        batch, seq, shared = q.shape[0], ids.shape[1], ids.shape[0] == 1
+        per_row = (seq + BLOCK - 1) // BLOCK
+        nchunks, per, units = chunks(ids.shape[0] * per_row)
+        for t in numba.prange(nchunks):
+            c, s = np.empty((BLOCK, n), work.dtype), np.empty((BLOCK, n), work.dtype)
+            for unit in range(t * per, min(units, (t + 1) * per)):
+                row, blk = unit // per_row, unit % per_row
+                p0, p1 = blk * BLOCK, min(seq, (blk + 1) * BLOCK)
+                fill(ids[row], p0, p1, tables, c, s)
+                for b in range(0 if shared else row, batch if shared else row + 1):
+                    rotate_block(q, oq, b, p0, p1, c, s, n, interleaved, in_place, seq_first)
+                    rotate_block(k, ok, b, p0, p1, c, s, n, interleaved, in_place, seq_first)
+
+    return SimpleNamespace(angles=angles, gather=gather, sweep=njit(parallel=True)(sweep))
