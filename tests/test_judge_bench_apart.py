@@ -171,3 +171,54 @@ def test_identify_keeps_a_plugin_rewriting_numpy_out_of_its_search(tmp_path):
     found = json.loads(done.stdout)
     assert found["match"] is True and found["layout"] == "concat" and found["freq_shift"] == 1
     assert "adv-library" in found["libraries"]
+
+
+def test_a_forward_computed_at_build_does_not_follow_its_inputs_and_is_never_recommended(
+        tmp_path):
+    """x + PE computed in the factory and copied at every call: right values, and a fresh
+    buffer each time, but after its x is negated in place it still returns the old sum. The
+    judge flags it (`inputs`), so it is never recommended; numpy-forward, reading x at each
+    call, is not flagged."""
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from tests.test_judge_apart import ROOT
+    plugin = write(tmp_path, "forward_once", textwrap.dedent('''
+        from harness import reference
+        @register(name="adv-forward-once", backend="numpy", workload="forward", supports=ONE)
+        def build(spec, x):
+            y = (x + reference(spec)[None]).astype(spec.dtype)
+            return lambda: y.copy()
+        '''))
+    out = tmp_path / "runs"
+    done = subprocess.run([sys.executable, "-m", "harness", "bench", "--out", str(out), "--no-post",
+                           "--threads", "1", "--dtypes", "float32", "--workloads", "forward",
+                           "--lengths", "64", "--d-models", "8", "--max-time", "0.01",
+                           "--plugin", str(plugin), "--only", "adv-*", "--only", "numpy-forward"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = pd.read_csv(next(out.glob("*/bench.csv")), keep_default_na=False).set_index("impl")
+    assert rows.loc["adv-forward-once", "status"] == "ok"
+    assert "inputs: its result did not follow its inputs" in rows.loc["adv-forward-once", "flags"]
+    assert "inputs:" not in rows.loc["numpy-forward", "flags"]
+
+
+def test_the_inputs_flag_holds_values_after_the_change_to_the_changed_inputs():
+    from harness.bench.fingerprint import negate_inputs, negated
+    c = cell("forward", length=64, width=8, batch=2)
+    spec, kind = c.spec(), kinds.named("table")
+    args = c.work.arguments(spec, c.batch, c.heads)
+    after, _ = c.work.expected(spec, negated(args), kind.reference(spec), kind.tolerance(spec))
+    row = {**c.as_dict(), "status": "ok", "moved": sample(after.astype(np.float32), 5)}
+    assert Judge(seed=5).inputs_flag(row) == ""
+    stale = {**row, "moved": sample(expected_values(c), 5)}
+    assert Judge(seed=5).inputs_flag(stale).startswith("inputs: its result did not follow")
+    assert Judge(seed=5).inputs_flag({**stale, "is_roof": True}) == ""
+    x = np.ones(3, np.float32)
+    positions = np.arange(3)
+    assert negate_inputs((x, positions)) and list(x) == [-1, -1, -1]
+    assert list(positions) == [0, 1, 2] and not negate_inputs((positions,))

@@ -156,6 +156,9 @@ class Outcome:
     #: the first call's and a timed call's values at the run's sampled places, judged against
     #: the reference by the supervisor (harness.bench.fingerprint)
     sampled: tuple[tuple[float, ...], ...] = ()
+    #: for a workload with inputs: a call's values at those places after the inputs its factory
+    #: was given were negated in place, after the timed rounds (harness.bench.fingerprint)
+    moved: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -70,6 +70,28 @@ def sample(values: Optional[np.ndarray], seed: Optional[int]) -> tuple[float, ..
     return tuple(float(v) for v in flat[indices(flat.size, seed)])
 
 
+def negate_inputs(args: tuple) -> bool:
+    """Negate, in place, the floating-point NumPy inputs a factory was given (x; q and k; never
+    integer positions); whether there were any. An implementation that computes from its inputs
+    at call time follows them; one that computed its answer at build time, or copied its inputs
+    there, does not."""
+    changed = False
+    for arg in args:
+        if isinstance(arg, np.ndarray) and arg.dtype.kind == "f" and arg.flags.writeable:
+            np.negative(arg, out=arg)
+            changed = True
+    return changed
+
+
+def negated(args: tuple) -> tuple:
+    """`args` as `negate_inputs` leaves them (new arrays)."""
+    return tuple(-a if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args)
+
+
+#: The flag of a cell whose result did not follow its inputs (harness.runs.flags).
+INPUTS_FLAG = "inputs: "
+
+
 class Judge:
     """Holds sampled values to the reference, computed here once per spec for the run."""
 
@@ -98,11 +120,30 @@ class Judge:
                         "wrong values, judged where no implementation runs")
         return ""
 
-    def _expected(self, cell: Cell) -> tuple[np.ndarray, np.ndarray]:
-        key = (cell.kind, cell.workload, cell.spec(), cell.batch, cell.heads)
+    def inputs_flag(self, row: Mapping[str, Any]) -> str:
+        """'inputs: ...' when a row timed ok returned, after its inputs were negated in place,
+        values other than those inputs' expected result (its timing may be of a copy made at
+        build time: never recommended); '' otherwise."""
+        moved = row.get("moved") or ()
+        if row.get("status") != "ok" or row.get("is_roof") or not moved:
+            return ""
+        cell = Cell.from_dict(dict(row))
+        if cell.elements > JUDGED_ELEMENTS:
+            return ""
+        expected, allowed = self._expected(cell, negated)
+        got = np.asarray(moved, dtype=np.float64)
+        if got.shape == expected.shape and not error_ratio(got, expected, allowed).reason:
+            return ""
+        return (f"{INPUTS_FLAG}its result did not follow its inputs, negated in place after the "
+                "timed rounds: it computed its answer, or copied its inputs, at build time, so "
+                "its timing may be of a copy (take the inputs as given, at call time)")
+
+    def _expected(self, cell: Cell, change: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        key = (cell.kind, cell.workload, cell.spec(), cell.batch, cell.heads, change)
         if key not in self._wanted:
             spec, kind = cell.spec(), kinds.named(cell.kind)
             args = cell.work.arguments(spec, cell.batch, cell.heads)
+            args = change(args) if change is not None else args
             expected, allowed = cell.work.expected(spec, args, kind.reference(spec),
                                                    kind.tolerance(spec))
             at = indices(expected.size, self.seed)

@@ -117,6 +117,10 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         if wrong:
             return _outcome("invalid", wrong, samples, meter, done)
         done["sampled"] = tuple(s for s in (*sampled, fingerprint.sample(timed_values, seed)) if s)
+        stage = "inputs changed"
+        if cell.mode != "graph" and not cell.is_roof and fingerprint.negate_inputs(args):
+            _refresh(fresh, cell)     # one more call: its result must follow its inputs
+            done["moved"] = fingerprint.sample(validity.first_values(call(), cell), seed)
     except modes.NotCapturable as exc:
         return _outcome("skip", error_reason("not capturable as a CUDA graph", exc), samples,
                         meter, done)

@@ -157,9 +157,12 @@ class Supervisor:
         rows, self.unjudged = self.unjudged, []
         for new in rows:
             problem = self.judge.problem(new)
+            flag = "" if problem else self.judge.inputs_flag(new)
             if problem:
                 journal.append(self.journal, {**new, "status": "invalid", "reason": problem,
                                               "judged": "reference"})
+            elif flag:          # timed, but never recommended (harness.runs.flags)
+                journal.append(self.journal, {**new, "inputs": flag, "judged": "inputs"})
         self._drain(set())
 
     def _command(self, group: Group, config: Path) -> tuple[list[str], dict[str, str]]:
@@ -228,7 +231,7 @@ class Supervisor:
                 continue           # read back (and passed on) at the next poll
             if new.get("judged"):  # the judge's own verdict on a row passed on already
                 continue
-            if new.get("sampled") and new.get("status") == "ok":
+            if (new.get("sampled") or new.get("moved")) and new.get("status") == "ok":
                 self.unjudged.append(new)
             self.on_row(new)
 

@@ -79,7 +79,8 @@ def _flagged(marked: pd.DataFrame, ok: int, frame: pd.DataFrame,
     why = ", ".join(f"{n} {label}" for n, label in (
         (counts["load"], "under load"), (counts["threads"], "slower with more threads"),
         (counts["implausible"], "faster than a fill of the same bytes (implausible)"),
-        (counts["clock"], "timed by a clock that disagreed with bench's")) if n)
+        (counts["clock"], "timed by a clock that disagreed with bench's"),
+        (counts["inputs"], "results that did not follow their inputs")) if n)
     blocks = [f"**{_cells(len(marked))} of {ok} timed flagged** ({why}): rerun on a quieter "
               "machine to judge them."]
     blocks += _changed(recommend(frame, verify), recommend(frame, verify, include_flagged=True))

@@ -16,7 +16,10 @@ row, but are left out of recommendations and of `report --compare` verdicts:
   faster than memory takes it, so the timing is not of the work (nothing written, a lazy
   result, a faked clock);
 - **clock**: the worker's timer disagreed with the wall time the supervisor measured over the
-  same timed rounds (harness.bench.supervisor): the rounds' times are not to be believed.
+  same timed rounds (harness.bench.supervisor): the rounds' times are not to be believed;
+- **inputs**: a workload with inputs (a forward's x, an apply's q and k) whose result did not
+  follow them when they were negated in place after the timed rounds (harness.bench.fingerprint):
+  it computed its answer, or copied its inputs, at build time, so its timing may be of a copy.
 """
 
 from __future__ import annotations
@@ -106,12 +109,13 @@ def flags(frame: pd.DataFrame) -> pd.Series:
     medians = pd.to_numeric(frame["median_s"], errors="coerce")
     threads = pd.to_numeric(frame["threads"], errors="coerce").fillna(1).astype(int)
     one_thread = {keys[i]: float(medians[i]) for i in frame.index[ok & (threads == 1)]}
-    wanted = ["cores", "threads", "others_busy", "load_before", "load_after", "clock"]
+    wanted = ["cores", "threads", "others_busy", "load_before", "load_after", "clock", "inputs"]
     rows = frame.reindex(columns=wanted).loc[ok].to_dict("index")
     for index, row in rows.items():
         found = [load_flag(row), thread_flag(float(medians[index]), int(threads[index]),
                                              one_thread.get(keys[index])),
-                 row["clock"] if isinstance(row.get("clock"), str) else ""]
+                 row["clock"] if isinstance(row.get("clock"), str) else "",
+                 row["inputs"] if isinstance(row.get("inputs"), str) else ""]
         out[index] = "; ".join(f for f in found if f)
     return out
 
@@ -132,7 +136,7 @@ def kinds(frame: pd.DataFrame) -> dict[str, int]:
 
 
 #: Every rule's name, as each flag starts.
-KINDS = ("load", "threads", "implausible", "clock")
+KINDS = ("load", "threads", "implausible", "clock", "inputs")
 
 
 def summary(frame: pd.DataFrame) -> str:
@@ -155,6 +159,8 @@ def summary(frame: pd.DataFrame) -> str:
         why.append(f"{counts['implausible']} faster than a fill of the same bytes allows")
     if counts["clock"]:
         why.append(f"{counts['clock']} whose worker's clock disagreed with bench's own")
+    if counts["inputs"]:
+        why.append(f"{counts['inputs']} whose result did not follow its inputs")
     return (f"bench: {int(marked.sum())} of {int(ok.sum())} timed cells flagged, {EXCLUDED}: "
             + ", ".join(why) + " (`flags` in bench.csv)")
 
