@@ -96,10 +96,12 @@ def test_flagged_count_counts_implementation_cells_timed_ok_and_no_roof():
 
 def test_each_rule_is_counted_from_the_flags_or_worked_out_from_the_rows():
     frame = pd.DataFrame({"flags": ["load: busy; threads: 5x", None, "implausible: 3x",
-                                    "clock: off", "reload: no"]})
-    assert flags.kinds(frame) == {"load": 1, "threads": 1, "implausible": 1, "clock": 1}
+                                    "clock: off", "reload: no", "inputs: fixed"]})
+    assert flags.kinds(frame) == {"load": 1, "threads": 1, "implausible": 1, "clock": 1,
+                                  "inputs": 1}
     rows = pd.DataFrame([row(threads=1, median_s=1e-3), row(threads=4, median_s=1e-2)])
-    assert flags.kinds(rows) == {"load": 0, "threads": 1, "implausible": 0, "clock": 0}
+    assert flags.kinds(rows) == {"load": 0, "threads": 1, "implausible": 0, "clock": 0,
+                                 "inputs": 0}
 
 
 def test_a_missing_identity_field_and_an_empty_one_name_the_same_cell():
