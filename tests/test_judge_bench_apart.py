@@ -201,3 +201,16 @@ def test_the_inputs_flag_holds_values_after_the_change_to_the_changed_inputs():
     positions = np.arange(3)
     assert negate_inputs((x, positions)) and list(x) == [-1, -1, -1]
     assert list(positions) == [0, 1, 2] and not negate_inputs((positions,))
+
+
+def test_the_judges_verdict_replaces_the_timing_it_judged_but_a_failed_retry_does_not():
+    """results.newest keeps a key's last row timed ok; the judge's later `invalid` row (its
+    `judged` field) must win over the ok row it judged, while a plain later failure must not."""
+    import pandas as pd
+
+    from harness.runs.results import newest
+    ok = {"key": "a", "status": "ok", "median_s": 1.0}
+    judged = newest(pd.DataFrame([ok, {**ok, "status": "invalid", "judged": "reference"}]))
+    assert list(judged["status"]) == ["invalid"] and list(judged["attempts"]) == [2]
+    failed = newest(pd.DataFrame([ok, {"key": "a", "status": "error", "median_s": None}]))
+    assert list(failed["status"]) == ["ok"]
