@@ -6,8 +6,13 @@ both call; everything else in the package is a step of it.
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
+
+import pandas as pd
 
 from harness.report import (advice, bounds, convention, device, extras, flags, html, markdown, plots, positions,
                             sections, side_by_side, summary)
@@ -21,7 +26,7 @@ from harness.report.measures import (DEFAULT_BASELINES, SEED_000, SEED_WORKLOAD,
                                      workload_rank)
 from harness.report.recommend import Recommendation, recommend
 from harness.runs.results import ANSWER
-from harness.util import io
+from harness.util import cpus, io
 from harness.util.exitcodes import UsageError
 
 
@@ -137,6 +142,19 @@ def _roles(picks: Sequence[Recommendation], usuals: dict[str, str],
     return {impl: ", ".join(r) for impl, r in roles.items()}
 
 
+def _workload_plots(bench: pd.DataFrame, named: dict[str, str], machine: str, where: Path,
+                    styles: Any, w: str) -> dict[str, Optional[Path]]:
+    """The four plots of one workload (a task of its own: workloads are drawn at once)."""
+    ref = reference_size(bench, w)
+    dtype = ref[2] if ref else ACCURACY_DTYPE
+    return {f"time-{w}": plots.time_vs_length(bench, w, dtype, machine, where / f"time-{w}.png",
+                                              styles),
+            f"speedup-{w}": plots.speedup_heatmap(bench, w, named[w], machine,
+                                                  where / f"speedup-{w}.png", styles),
+            f"roof-{w}": plots.roof_heatmap(bench, w, machine, where / f"roof-{w}.png", styles),
+            f"threads-{w}": plots.scaling(bench, w, machine, where / f"threads-{w}.png", styles)}
+
+
 def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
           roles: dict[str, str]) -> dict[str, Path]:
     """Every plot of a one-run report, keyed `kind-workload` (and `error`); absent when empty."""
@@ -145,15 +163,17 @@ def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
     styles = palette([*bench["impl"], *verified], roofs=bench.loc[bench["is_roof"], "impl"],
                      highlight=roles)
     machine = run.machine
-    drawn = {}
-    for w in _workloads(run):
-        ref = reference_size(bench, w)
-        dtype = ref[2] if ref else ACCURACY_DTYPE
-        drawn[f"time-{w}"] = plots.time_vs_length(bench, w, dtype, machine, where / f"time-{w}.png", styles)
-        drawn[f"speedup-{w}"] = plots.speedup_heatmap(bench, w, named[w], machine,
-                                                      where / f"speedup-{w}.png", styles)
-        drawn[f"roof-{w}"] = plots.roof_heatmap(bench, w, machine, where / f"roof-{w}.png", styles)
-        drawn[f"threads-{w}"] = plots.scaling(bench, w, machine, where / f"threads-{w}.png", styles)
+    drawn: dict[str, Optional[Path]] = {}
+    workloads = _workloads(run)
+    draw = partial(_workload_plots, bench, named, machine, where, styles)
+    if len(workloads) > 1 and cpus.usable() > 1:    # a few seconds of Agg per workload
+        with ProcessPoolExecutor(min(cpus.usable(), len(workloads)),
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            for mine in pool.map(draw, workloads):
+                drawn.update(mine)
+    else:
+        for mine in map(draw, workloads):
+            drawn.update(mine)
     for t in trades:
         drawn[f"frontier-{t.workload}"] = plots.frontier(t, machine, where / f"frontier-{t.workload}.png",
                                                          styles)
