@@ -10,7 +10,8 @@ plain data only (the harness's own dataclasses, NumPy arrays), never a pickle
 that could run code in the parent. `run` gives each backend's implementations to one
 child process (`python -c 'harness.core.isolate.child()'`, its own session, tied to
 the parent by harness.util.lifeline), which loads the same plugins, runs the task
-for each and streams the results back over a pipe. When the child dies (or
+for each and streams the results back over a pipe; as many backends' children as
+the process has usable CPUs run at once (`Isolation.workers`). When the child dies (or
 sends nothing for `stall_s`: a hang that even the task's own deadline could
 not stop), the verb's `lost(impl, done, why)` supplies the rows of the items
 it did not finish, and a fresh child takes the remaining implementations.
@@ -34,8 +35,10 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
@@ -43,7 +46,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 from harness import backends
 from harness.core import plugins
 from harness.core.registry import REGISTRY, Implementation
-from harness.util import lifeline, reaper
+from harness.util import cpus, lifeline, reaper
 
 RESULTS_ENV = "PE_HARNESS_ISOLATE_FD"
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -74,6 +77,7 @@ class Isolation:
     plugins: tuple[str, ...] = ()
     stall_s: float = 600.0         # longest wait for one result before the child is killed
     start_s: float = 180.0         # longest wait for the child to load the implementations
+    workers: int = 1               # backends' children running at once
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,8 @@ def from_args(args: argparse.Namespace, stall_s: float) -> Optional[Isolation]:
     """Children loading the verb's --plugin list, unless --in-process."""
     if getattr(args, "in_process", False):
         return None
-    return Isolation(tuple(getattr(args, "plugin", None) or ()), stall_s=stall_s)
+    return Isolation(tuple(getattr(args, "plugin", None) or ()), stall_s=stall_s,
+                     workers=cpus.usable())
 
 
 def resolve(function: str) -> Callable[..., Iterable[Any]]:
@@ -115,22 +120,27 @@ def resolve(function: str) -> Callable[..., Iterable[Any]]:
 def run(impls: Sequence[Implementation], task: Task, lost: Lost,
         isolation: Optional[Isolation] = None,
         on_impl_done: Optional[Done] = None) -> dict[str, list]:
-    """Each implementation's results, in the order of `impls`; `on_impl_done` as each finishes."""
+    """Each implementation's results, in the order of `impls`; `on_impl_done` as each finishes
+    (one call at a time, while up to `isolation.workers` backends' children run at once)."""
     results: dict[str, list] = {}
+    one_at_a_time = threading.Lock()
 
     def finish(impl: Implementation, rows: list) -> None:
-        results[impl.name] = rows
-        if on_impl_done is not None:
-            on_impl_done(impl, rows)
+        with one_at_a_time:
+            results[impl.name] = rows
+            if on_impl_done is not None:
+                on_impl_done(impl, rows)
 
     if isolation is None:
         function = resolve(task.function)
         for impl in impls:
             finish(impl, list(function(impl, *task.args)))
     else:
-        backends = list(dict.fromkeys(i.backend for i in impls))
-        for backend in backends:
-            _Group([i for i in impls if i.backend == backend], task, lost, isolation, finish).run()
+        groups = [_Group([i for i in impls if i.backend == backend], task, lost, isolation, finish)
+                  for backend in dict.fromkeys(i.backend for i in impls)]
+        with ThreadPoolExecutor(max(1, min(isolation.workers, len(groups)))) as pool:
+            for _ in pool.map(_Group.run, groups):    # re-raises a HarnessFailure
+                pass
     return {i.name: results[i.name] for i in impls}
 
 
