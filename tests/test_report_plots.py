@@ -100,6 +100,9 @@ def test_frontier_labels_never_overlap_each_other_or_a_marker(tmp_path, caught):
     markers = [labels._marker_box(ax, labels.Label(p.median_s, p.accuracy.max_abs_err, ""))
                for p in trade.points]
     assert not any(b.overlaps(m) for b, m in itertools.product(boxes, markers))
+    frontier = next(line for line in ax.get_lines() if line.get_label() == "Pareto frontier")
+    drawn = frontier.get_transform().transform_path(frontier.get_path())
+    assert not any(labels.crosses(b, [drawn]) for b in boxes)   # no name struck through
 
 
 def test_place_leaves_out_a_label_with_no_free_spot():
@@ -176,3 +179,26 @@ def test_no_two_labels_of_any_plot_overlap(tmp_path, caught):
                 for (a, ta), (b, tb) in itertools.combinations(zip(boxes, texts), 2):
                     assert not a.overlaps(b), (fig.texts[0].get_text() if fig.texts else "",
                                                ta.get_text(), tb.get_text())
+
+
+def test_no_frontier_label_is_struck_through_by_the_frontier(tmp_path, caught):
+    """A named point just under a step of the frontier: its first free spot would sit on the
+    line; the name must find a spot off it."""
+    def point(name: str, seconds: float, error: float, frontier: bool) -> Point:
+        return Point(name, "cpu", "paper", 1, seconds, 2.0, (), Accuracy(error, 1_000_063), None,
+                     frontier=frontier)
+
+    points = [point("front-a", 1e-3, 1e-5, True), point("front-b", 4e-3, 1e-7, True),
+              point("near-the-line", 1.6e-3, 0.9e-5, False)]
+    trade = Tradeoff("table", 8192, 1024, "float32", tuple(points))
+    styles = figures.palette([p.impl for p in points],
+                             highlight={p.impl: "recommended" for p in points})
+    plots.frontier(trade, "box", tmp_path / "f.png", styles)
+    fig = caught[0]
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    boxes = [labels.extent(t, renderer) for t in ax.texts
+             if t.get_text() in {p.impl for p in points}]
+    frontier = next(line for line in ax.get_lines() if line.get_label() == "Pareto frontier")
+    drawn = frontier.get_transform().transform_path(frontier.get_path())
+    assert len(boxes) == 3 and not any(labels.crosses(b, [drawn]) for b in boxes)

@@ -5,7 +5,8 @@ so their time and error nearly coincide), and labels at a fixed offset pile on
 top of each other. Here each label, in priority order, tries sixteen directions at
 growing distances (joined to its point by a thin line past the first ring) and
 takes the first spot that stays inside the axes and overlaps neither a placed
-label nor a marker; a label with no free spot is left out (its point keeps its
+label, a marker nor a line it is told to avoid (a frontier drawn through the
+points would strike a name out); a label with no free spot is left out (its point keeps its
 colour and legend entry). Call after the axes limits and the layout are final.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.path import Path
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
@@ -38,15 +40,18 @@ class Label:
     color: str = "black"
 
 
-def place(ax: plt.Axes, labels: Sequence[Label], fontsize: float = 8.0) -> list[Annotation]:
-    """Annotate `labels` in order without overlaps; returns the annotations placed."""
+def place(ax: plt.Axes, labels: Sequence[Label], fontsize: float = 8.0,
+          avoid: Sequence[Sequence[tuple[float, float]]] = ()) -> list[Annotation]:
+    """Annotate `labels` in order without overlaps, and off the polylines `avoid` (data
+    coordinates); returns the annotations placed."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     taken = [_marker_box(ax, lab) for lab in labels]
+    lines = [Path(ax.transData.transform(line)) for line in avoid if len(line) > 1]
     placed = []
     for label in labels:
-        note = _first_free(ax, label, fontsize, renderer, frame, taken)
+        note = _first_free(ax, label, fontsize, renderer, frame, taken, lines)
         if note is not None:
             taken.append(extent(note, renderer))
             placed.append(note)
@@ -65,8 +70,13 @@ def overlaps(boxes: Sequence[Bbox]) -> list[tuple[int, int]]:
             if boxes[i].overlaps(boxes[j])]
 
 
+def crosses(box: Bbox, lines: Sequence[Path]) -> bool:
+    """Whether any of `lines` (display coordinates) passes through `box`."""
+    return any(line.intersects_bbox(box, filled=False) for line in lines)
+
+
 def _first_free(ax: plt.Axes, label: Label, fontsize: float, renderer, frame: Bbox,
-                taken: list[Bbox]) -> Annotation | None:
+                taken: list[Bbox], lines: Sequence[Path] = ()) -> Annotation | None:
     for ring in RINGS:
         for angle in ANGLES:
             dx, dy = math.cos(math.radians(angle)), math.sin(math.radians(angle))
@@ -79,7 +89,7 @@ def _first_free(ax: plt.Axes, label: Label, fontsize: float, renderer, frame: Bb
                                color=label.color, arrowprops=arrow, annotation_clip=False)
             box = extent(note, renderer)
             inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
-            if inside and not any(box.overlaps(t) for t in taken):
+            if inside and not any(box.overlaps(t) for t in taken) and not crosses(box, lines):
                 return note
             note.remove()
     return None

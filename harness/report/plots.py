@@ -8,7 +8,7 @@ the report links only plots that exist.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import pandas as pd
@@ -194,14 +194,16 @@ def frontier(trade: Tradeoff, machine: str, path: Path, styles: Mapping[str, dic
     fig, axes = grid(1, len(threads), f"{trade.workload}: accuracy vs speed at {trade.size}",
                      machine, panel=(6.4, 5.0), sharey=True)
     named: list[list[Point]] = []
+    steps: list[Any] = []       # each panel's frontier, as drawn (labels keep off it)
     for ax, t in zip(axes[0], threads):
         mine = [p for p in points if p.threads == t]
         for p in mine:
             ax.loglog([p.median_s], [p.accuracy.max_abs_err], **_point_style(p, styles))
         front = sorted((p for p in mine if p.frontier), key=lambda p: p.median_s)
-        ax.plot([p.median_s for p in front], [p.accuracy.max_abs_err for p in front],
-                color="black", linewidth=1.2, drawstyle="steps-post", label="Pareto frontier",
-                zorder=2)
+        line, = ax.plot([p.median_s for p in front], [p.accuracy.max_abs_err for p in front],
+                        color="black", linewidth=1.2, drawstyle="steps-post",
+                        label="Pareto frontier", zorder=2)
+        steps.append(line.get_path().vertices)   # data coordinates, with its steps
         _pad_log_limits(ax)
         log_axis(ax.xaxis, TIME_AXIS)
         ax.set_title(fmt.threads(t), fontsize=11)
@@ -211,11 +213,11 @@ def frontier(trade: Tradeoff, machine: str, path: Path, styles: Mapping[str, dic
         named.append([p for p in mine if p.frontier or highlighted(styles, p.impl)])
     legend(fig, axes)
     fig.tight_layout(rect=(0, 0, 1, 0.95))        # final layout before labels are placed
-    for ax, chosen in zip(axes[0], named):
+    for ax, chosen, line in zip(axes[0], named, steps):
         chosen.sort(key=lambda p: (not p.frontier, p.median_s))
         labels.place(ax, [labels.Label(p.median_s, p.accuracy.max_abs_err, p.impl,
                                        styles.get(p.impl, {}).get("color", "black"))
-                          for p in chosen])
+                          for p in chosen], avoid=[line])
     return save(fig, path)
 
 
