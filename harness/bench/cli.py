@@ -136,9 +136,8 @@ def verify_scope(frame: pd.DataFrame) -> list[str]:
 
 
 def post_verbs(chosen: list[Implementation], quick: bool = False) -> list[str]:
-    """The post-steps that have something to do: conventions only probes table builders, and
-    not under --quick (which implementations agree on which convention does not change the
-    answer, and its probes compile every Numba kernel in every variant: a minute or more of
-    a three-minute run; `python -m harness conventions` runs it alone)."""
-    tables = any(i.workload == "table" for i in chosen)   # the 1-D matrix is the costly part
-    return [v for v in post.VERBS if v != "conventions" or (tables and not quick)]
+    """The post-steps to run: conventions not under --quick (which implementations agree on
+    which convention does not change the answer, and its probes compile every Numba kernel
+    in every variant: a minute or more of a three-minute run; `python -m harness conventions`
+    runs it alone), nor when nothing was chosen."""
+    return [v for v in post.VERBS if v != "conventions" or (chosen and not quick)]
