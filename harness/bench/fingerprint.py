@@ -92,6 +92,15 @@ def negated(args: tuple) -> tuple:
 INPUTS_FLAG = "inputs: "
 
 
+def _judged(row: Mapping[str, Any], values: Any) -> Optional[Cell]:
+    """The cell of a row this judge holds `values` of to the reference: an implementation's
+    ok row with values, small enough for the parent's float64 reference; else None."""
+    if row.get("status") != "ok" or row.get("is_roof") or not values:
+        return None
+    cell = Cell.from_dict(dict(row))
+    return None if cell.elements > JUDGED_ELEMENTS else cell
+
+
 class Judge:
     """Holds sampled values to the reference, computed here once per spec for the run."""
 
@@ -103,10 +112,8 @@ class Judge:
         """Why a row timed ok holds values other than the reference's ('' when they are
         within tolerance, or when nothing was sampled)."""
         sampled = row.get("sampled") or ()
-        if row.get("status") != "ok" or row.get("is_roof") or not sampled:
-            return ""
-        cell = Cell.from_dict(dict(row))
-        if cell.elements > JUDGED_ELEMENTS:
+        cell = _judged(row, sampled)
+        if cell is None:
             return ""
         expected, allowed = self._expected(cell)
         for name, values in zip(("first call", "a call under the benchmark's timer"), sampled):
@@ -125,10 +132,8 @@ class Judge:
         values other than those inputs' expected result (its timing may be of a copy made at
         build time: never recommended); '' otherwise."""
         moved = row.get("moved") or ()
-        if row.get("status") != "ok" or row.get("is_roof") or not moved:
-            return ""
-        cell = Cell.from_dict(dict(row))
-        if cell.elements > JUDGED_ELEMENTS:
+        cell = _judged(row, moved)
+        if cell is None:
             return ""
         expected, allowed = self._expected(cell, negated)
         got = np.asarray(moved, dtype=np.float64)
