@@ -11,7 +11,7 @@ from harness.core.convert import to_numpy
 from harness.core.kinds.table import forward_input
 from harness.core.registry import REGISTRY
 from harness.impls import fast_numba  # noqa: F401  (registers)
-from harness.impls.fast_numba import BLOCK, BLOCK_EXACT
+from harness.impls.fast_numba import ANCHOR, ANCHOR_EXACT, BLOCK, BLOCK_EXACT
 
 numba = pytest.importorskip("numba")
 
@@ -42,7 +42,8 @@ def test_error_bound_out_to_262144_positions(name, bound):
 
 @pytest.mark.parametrize("name", TABLES)
 @pytest.mark.parametrize("n_threads", [1, 2])
-@pytest.mark.parametrize("length", [1, 2, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5, BLOCK_EXACT + 1])
+@pytest.mark.parametrize("length", [1, 2, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5, BLOCK_EXACT + 1,
+                                    ANCHOR * BLOCK + BLOCK + 1, ANCHOR_EXACT * BLOCK_EXACT + 1])   # past an anchor
 def test_block_edges_and_thread_counts(name, n_threads, length, threads):
     """Partial last blocks, one-row tables and chunk starts for 1 and 2 threads."""
     threads(n_threads)

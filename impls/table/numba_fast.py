@@ -4,10 +4,12 @@ Why it is fast: per element it does two multiply-adds from tables that stay in
 L1/L2 (a block-start row P, Q of width d and a [block, d] table X, Y) and one
 store into the preallocated output; no transcendental, no temporary, no copy.
 One thread faults the output's pages in (`first_touch`), then threads take
-contiguous runs of blocks. For float32 the tables come from float64 rotation
-recurrences: one direct sin/cos per column per thread, then block after block
-(P, Q) <- (P cos Bw + Q sin Bw, Q cos Bw - P sin Bw); float64 drift after even
-10^4 rotations is ~1e-12, invisible in float32. `numba-angleadd-recycled` runs
+contiguous runs of blocks. A block's start row (P, Q) is one angle-addition step, by
+float64 tables computed directly in setup, from an anchor start computed directly (libm)
+every ANCHOR blocks: no recurrence drifts, at any length, and float64 output pays d sin/cos
+per ANCHOR_EXACT blocks instead of per block (that had been most of its time: 3.5-4.4x
+the fill, now 2.5-3.2x, one thread, docs/fast.md). Within a block X, Y come from float64
+rotations (float32) or directly (float64). `numba-angleadd-recycled` runs
 the same kernel into the memory of a table the caller has let go
 (harness.util.recycle), so a rebuilt table costs no page faults: ~1.4x a bare fill
 of reused memory, where the fresh designs sit near a fresh allocate-and-fill
@@ -16,8 +18,8 @@ that is itself 2-4x that fill (docs/fast.md).
 Where the error comes from: `numba-angleadd` rounds P, Q, X, Y to the output
 dtype and multiply-adds there (max ~1.4e-7 in float32 at any position);
 `numba-angleadd-f64` keeps them in float64 and rounds once (0.5 ulp, ~3e-8).
-For float64 output both compute every table entry directly (no recurrence),
-since rotation drift of ~1e-13 would exceed a float64 tolerance. float16 and bfloat16 tables
+For float64 output X, Y are direct and P, Q one step from a direct anchor: a few float64
+ulps, within the exact bound. float16 and bfloat16 tables
 and forwards are the float32 arithmetic rounded once into uint16 bits (impls/_numba_half.py):
 half an ulp of the half dtype plus float32's ~1e-7.
 """
@@ -43,6 +45,10 @@ from ._angle_addition import column_steps
 BLOCK = 32
 #: Blocks for float64 output, whose block starts cost one direct sin/cos per column each.
 BLOCK_EXACT = 64
+#: Blocks per directly computed start (one libm sin/cos per column): float32 tables step up to
+#: 63 blocks from it (2016 rows), float64 up to 15 (960 rows: libm had been most of its time).
+ANCHOR = 64
+ANCHOR_EXACT = 16
 FASTMATH = {"contract"}
 #: Every convention, in every dtype (half dtypes through the codecs).
 EVERY_CONVENTION = replace(CONVENTIONS, dtypes=DTYPES)   # fuse a*b + c into an FMA; no reassociation, no unsafe math
@@ -75,9 +81,10 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
             Q[c] = Q[c] * cos_step[c] - p * sin_step[c]
 
     @njit
-    def within_block(w, block, exact):
-        """X = cos(j w), Y = sin(j w) for j < block (direct if `exact`, else by rotation),
-        and the rotation by one block, cos(block w) and sin(block w)."""
+    def within_block(w, block, exact, anchor):
+        """X = cos(j w), Y = sin(j w) for j < block (direct if `exact`, else by rotation), and
+        the steps from an anchor to the m-th block after it, cos(m block w) and sin(m block w)
+        for m < anchor, each computed directly."""
         X, Y = np.empty((block, w.size)), np.empty((block, w.size))
         X[0] = 1.0
         Y[0] = 0.0
@@ -90,16 +97,20 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
                 X[j] = X[j - 1]
                 Y[j] = Y[j - 1]
                 rotate(Y[j], X[j], cw, sw)   # (g, g') = (sin, cos)
-        return X, Y, np.cos(block * w), np.sin(block * w)
+        steps = np.arange(anchor).astype(np.float64) * block
+        return X, Y, np.cos(np.outer(steps, w)), np.sin(np.outer(steps, w))
 
     @njit(parallel=True)
-    def sweep(out, x, w, a, b, offset, X, Y, cos_step, sin_step, exact):
+    def sweep(out, x, w, a, b, offset, X, Y, cos_steps, sin_steps):
         """out[n, p] = PE[p] (x is None) or x[n, p] + PE[p]; X, Y's dtype is the arithmetic's.
 
-        The element loops index 2-D arrays directly: a row-slicing helper called per
-        row was ~8% slower at 8192 x 1024 (measured on recycled memory)."""
+        A block's start row (P, Q) is one angle-addition step from the last anchor, a start
+        computed directly every `anchor` blocks: never more than one step from libm, so no
+        drift at any length, and float64 output pays d sin/cos per `anchor` blocks instead of
+        per block. The element loops index 2-D arrays directly: a row-slicing helper called
+        per row was ~8% slower at 8192 x 1024 (measured on recycled memory)."""
         batch, length, d = out.shape
-        block = X.shape[0]
+        block, anchor = X.shape[0], cos_steps.shape[0]
         nblocks = (length + block - 1) // block
         nchunks = min(numba.get_num_threads(), nblocks)
         per = (nblocks + nchunks - 1) // nchunks
@@ -109,13 +120,12 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
             first = t * per
             table = out[0]
             for blk in range(first, min(nblocks, first + per)):
-                if exact or blk == first:
+                m = (blk - first) % anchor
+                if m == 0:
                     start(P, Q, w, a, b, float(offset + blk * block))
-                else:
-                    rotate(P, Q, cos_step, sin_step)
                 for c in range(d):
-                    Pt[c] = P[c]
-                    Qt[c] = Q[c]
+                    Pt[c] = P[c] * cos_steps[m, c] + Q[c] * sin_steps[m, c]
+                    Qt[c] = Q[c] * cos_steps[m, c] - P[c] * sin_steps[m, c]
                 for j in range(min(block, length - blk * block)):
                     p = blk * block + j
                     if x is None:
@@ -144,12 +154,13 @@ def _sweeper(spec: Spec, arithmetic: np.dtype):
     exact = spec.dtype == "float64"
     block = min(BLOCK_EXACT if exact else BLOCK, spec.length)
 
-    # the block tables depend on the Spec alone (256 KiB at d_model 1024): built once, like w
-    X, Y, cos_step, sin_step = kernels.within_block(w, block, exact)
+    # the block and step tables depend on the Spec alone: built once, like w
+    anchor = min(ANCHOR_EXACT if exact else ANCHOR, -(-spec.length // block))
+    X, Y, cos_steps, sin_steps = kernels.within_block(w, block, exact, anchor)
     X, Y = X.astype(arithmetic), Y.astype(arithmetic)
 
     def run(out, x=None):
-        kernels.sweep(out, x, w, a, b, spec.offset, X, Y, cos_step, sin_step, exact)
+        kernels.sweep(out, x, w, a, b, spec.offset, X, Y, cos_steps, sin_steps)
         return out
 
     return run
