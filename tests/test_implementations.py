@@ -8,7 +8,8 @@ Every implementation on its kind's full matrix is half of the suite's time (JIT 
 long tables), and almost all of it runs on one core: the verdicts are computed once, in two
 worker processes, by groups that share a backend and a kind (so one worker compiles a
 backend's kernels and imports it once), and each test reads its implementation's verdicts.
-The verdicts are `check`'s, in a process of the same interpreter and source tree.
+The verdicts are `check`'s, in a process of the same interpreter and source tree (Numba's in
+this one, whose compiled kernels later tests reuse).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ IMPLS = implementations()
 BY_NAME = {impl.name: impl for impl in IMPLS}
 #: Worker processes for the matrix: the 2-core machine `nox -s tests` promises its time on.
 WORKERS = 2
+#: Backends checked in this process meanwhile: the kernels they compile (per dtype, seconds
+#: each) are then compiled already for the test files that come after (test_rotary_*).
+HERE = ("numba",)
 
 
 def verdicts_of(names: Sequence[str]) -> dict[str, list[Check]]:
@@ -55,9 +59,11 @@ def verdicts(request) -> dict[str, list[Check] | BaseException]:
     parts = groups(wanted)
     if len(parts) < 2:
         return verdicts_of(wanted)
+    here = [part for part in parts if BY_NAME[part[0]].backend in HERE]
     found: dict[str, list[Check] | BaseException] = {}
     with ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(verdicts_of, part): part for part in parts}
+        futures = {pool.submit(verdicts_of, part): part for part in parts if part not in here}
+        found.update(verdicts_of([name for part in here for name in part]))
         for future, part in futures.items():
             try:
                 found.update(future.result())
