@@ -14,13 +14,13 @@ _KEPT_BY_OUTER = np.zeros(100)
 _KEPT_BY_INNER = np.zeros(300)
 
 
-def test_a_cycle_is_walked_once():
+def test_a_cycle_is_walked_once_and_an_array_reached_twice_found_once():
     table = np.zeros(10)
     loop: list = [table]
     loop.append(loop)
     holder = type("Holder", (), {})()
     holder.me, holder.table = holder, table
-    for root in (loop, holder):
+    for root in (loop, holder, (table, [table], {"t": table})):
         assert list(validity.reachable_arrays(root)) == [table]
 
 
