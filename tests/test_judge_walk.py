@@ -114,3 +114,8 @@ class Claims:
 @pytest.mark.parametrize("obj", [Lazy(), Claims()])
 def test_an_array_like_without_a_declared_nbytes_is_its_shape_times_its_itemsize(obj):
     assert validity._nbytes(obj) == 40
+
+
+def test_a_lookup_reason_gives_sizes_in_their_unit():
+    sizes = (512, 3 * 2**10, 5 * 2**20, 3 * 2**30)
+    assert [validity._size(n) for n in sizes] == ["512 B", "3 KiB", "5 MiB", "3 GiB"]
