@@ -199,6 +199,7 @@ JUDGE: dict[str, tuple[str, ...]] = {
     "harness/bench/validity.py": ("tests/test_judge_retention.py", "tests/test_judge_walk.py",
                                   "tests/test_judge_bench_results.py",
                                   "tests/test_bench_validity.py"),
+    "harness/bench/fingerprint.py": ("tests/test_judge_bench_apart.py",),
     "harness/runs/flags.py": ("tests/test_judge_timing.py", "tests/test_load_flags.py"),
 }
 #: Tests of the selection too slow to run against every mutant (covered by faster ones).
@@ -210,6 +211,11 @@ MUTANTS_DESELECT = (
     "tests/test_bench_validity.py::test_a_sweep_records_invalid_cells_and_says_so",
     "tests/test_rotary_forms.py::test_the_built_in_form_kernels_pass_every_form_in_every_dtype",
     "tests/test_rotary_forms.py::test_bench_gives_an_in_place_kernel_fresh_inputs_before_every_round_outside_the_timing",
+    # these run bench, conventions or identify as processes (the judge is apart there)
+    "tests/test_judge_bench_apart.py::test_a_consistently_wrong_plugin_that_rewrites_numpy_is_invalid_in_bench",
+    "tests/test_judge_bench_apart.py::test_the_catalog_answers_supports_and_availability_from_the_plugins_process",
+    "tests/test_judge_bench_apart.py::test_conventions_judges_apart_a_plugin_rewriting_numpy_cannot_match_zeros",
+    "tests/test_judge_bench_apart.py::test_identify_keeps_a_plugin_rewriting_numpy_out_of_its_search",
 )
 #: mutmut's working folder: the generated config, and its cache of mutants and results (a rerun
 #: after a change re-tests only the functions that changed).

@@ -169,16 +169,18 @@ def test_every_row_timed_ok_gets_its_flags_joined_and_every_other_row_none():
         row(impl="c", threads=None, median_s=9e-3),                   # unknown threads: 1
         row(impl="b", cores=2, load_before=2.6),
         row(impl="c", threads=4, median_s=0.09),
-    ], index=[10, 11, 12, 13, 14, 15, 16, 17]).drop(columns=["length"])
+        row(impl="d", cores=2, load_after=2.6),
+    ], index=[10, 11, 12, 13, 14, 15, 16, 17, 18]).drop(columns=["length"])
     assert list(flags.flags(frame)) == [
         "", "load: 3 cores busy with other processes (4 cores, 4 threads, > 0.5); threads: 10x "
         "slower at 4 threads than at 1 (> 4x); clock: x", "", "", "", "",
         "load: load average 2.6 on 2 cores (> 2.5)",
-        "threads: 10x slower at 4 threads than at 1 (> 4x)"]
+        "threads: 10x slower at 4 threads than at 1 (> 4x)",
+        "load: load average 2.6 on 2 cores (> 2.5)"]
     assert flags.flags(frame.iloc[:0]).empty
     frame["is_roof"] = False
-    assert flags.flagged_count(frame) == (3, 5)
+    assert flags.flagged_count(frame) == (4, 6)
     assert list(flags.with_implausible(frame.assign(flags=""), pd.Series(1.0, frame.index))) == \
         [f"implausible: {1 / m:.3g}x faster than a fill of the same bytes in this run (below 0.5x "
          "the memory roof: not writing its output, or a clock that lies)" if m else ""
-         for m in (1e-3, 1e-2, 0, 0, 0, 9e-3, 1e-3, 0.09)]
+         for m in (1e-3, 1e-2, 0, 0, 0, 9e-3, 1e-3, 0.09, 1e-3)]

@@ -186,6 +186,12 @@ def test_seconds_come_from_the_observation_and_only_as_a_number():
         seconds = "a while"
         skip = "x"
     assert checks.judge(impl_of(None), SPEC, Odd(), want).seconds == 0.0   # not an Observation
+    assert checks.judge(impl_of(None), SPEC, "no seconds", want).seconds == 0.0
+
+
+def test_a_case_decided_before_any_call_is_a_check_of_that_spec():
+    result = checks.check(impl_of(lambda spec: None, supports=lambda spec: "not this one"), SPEC)
+    assert (result.status, result.reason, result.spec) == ("skip", "not this one", SPEC)
 
 
 
