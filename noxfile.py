@@ -199,7 +199,8 @@ JUDGE: dict[str, tuple[str, ...]] = {
     "harness/bench/validity.py": ("tests/test_judge_retention.py", "tests/test_judge_walk.py",
                                   "tests/test_judge_bench_results.py",
                                   "tests/test_bench_validity.py"),
-    "harness/bench/fingerprint.py": ("tests/test_judge_bench_apart.py",),
+    "harness/bench/fingerprint.py": ("tests/test_judge_bench_apart.py",
+                                     "tests/test_judge_fingerprint.py"),
     "harness/runs/flags.py": ("tests/test_judge_timing.py", "tests/test_load_flags.py"),
 }
 #: Tests of the selection too slow to run against every mutant (covered by faster ones).
