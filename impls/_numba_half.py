@@ -132,10 +132,13 @@ class Storage:
         return lambda out: out
 
     def encode(self, x: np.ndarray) -> np.ndarray:
-        """Inputs (float32 or float64 values) rounded to the dtype, as the kernel reads them
-        (exact for values the dtype holds); setup work, never timed."""
-        if self.dtype == "bfloat16":   # round to nearest even, as bf16_store
+        """Inputs as the kernel reads them: a view of `x` itself when it already holds the
+        dtype in contiguous memory (float16, float32, float64), so every call reads the inputs
+        as they are then (the harness changes them between calls: an input copied at build
+        would hide a result computed once); bfloat16, which NumPy cannot hold, rounded to
+        its bits (to nearest even, as bf16_store) - a copy made in setup, never timed."""
+        if self.dtype == "bfloat16":
             u = np.ascontiguousarray(x, np.float32).view(np.uint32)
             return ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))
                     >> np.uint32(16)).astype(np.uint16)
-        return np.ascontiguousarray(np.asarray(x).astype(self.dtype)).view(self.kernel)
+        return np.ascontiguousarray(np.asarray(x, dtype=self.dtype)).view(self.kernel)

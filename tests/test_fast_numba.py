@@ -89,6 +89,21 @@ def test_fused_forward_does_not_touch_x(name):
         np.testing.assert_allclose(out, x + reference(spec), rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("name", FORWARDS)
+def test_fused_forward_reads_x_as_it_is_at_each_call(name, dtype):
+    """The harness changes a forward's x between calls (bench: negated in place): a kernel
+    that copied x at build would hide an x + PE computed once; this one reads x itself."""
+    spec = Spec(70, 8, dtype=dtype)
+    x = forward_input(spec)
+    forward = REGISTRY.get(name).build(spec, x)
+    forward()
+    np.negative(x, out=x)
+    got = to_numpy(forward()).astype(np.float64)
+    want = x.astype(np.float64) + reference(spec)
+    np.testing.assert_allclose(got, want, rtol=0, atol=4 * np.finfo(dtype).eps * 2)
+
+
 def test_recycled_tables_reuse_only_memory_nobody_holds():
     """Each call is a correct table; a held table (or a view of it) is never written over."""
     spec = Spec(100, 16, offset=3)
