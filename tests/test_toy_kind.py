@@ -27,7 +27,9 @@ def test_list_verify_and_conventions_take_a_new_kind_from_one_folder(tmp_path):
     listed = harness(tmp_path, "list")
     assert listed.returncode == 0, listed.stderr
     rows = [line.split()[:3] for line in listed.stdout.splitlines() if line.strip()]
-    assert ["squares-numpy", "squares", "squares"] in rows and ["cubes-numpy", "squares", "cubes"] in rows
+    # `list` names a workload after its kind ("squares") or as kind:workload ("squares:cubes")
+    assert ["squares-numpy", "squares", "numpy"] in rows
+    assert ["cubes-numpy", "squares:cubes", "numpy"] in rows
     verified = harness(tmp_path, "verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     rows = (tmp_path / "verify.csv").read_text()

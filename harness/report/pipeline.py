@@ -7,6 +7,7 @@ both call; everything else in the package is a step of it.
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -142,6 +143,16 @@ def _roles(picks: Sequence[Recommendation], usuals: dict[str, str],
     return {impl: ", ".join(r) for impl, r in roles.items()}
 
 
+#: Libraries whose own native threads make a forked child unsafe (a lock held by one of them
+#: at the fork stays held in the child): a report built in a process that loaded one (a test
+#: session, a notebook) draws its plots one after another. `python -m harness report` loads none.
+_THREADED = ("jax", "torch", "tensorflow", "numba")
+
+
+def _fork_is_safe() -> bool:
+    return not any(name in sys.modules for name in _THREADED)
+
+
 def _workload_plots(bench: pd.DataFrame, named: dict[str, str], machine: str, where: Path,
                     styles: Any, w: str) -> dict[str, Optional[Path]]:
     """The four plots of one workload (a task of its own: workloads are drawn at once)."""
@@ -166,7 +177,7 @@ def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
     drawn: dict[str, Optional[Path]] = {}
     workloads = _workloads(run)
     draw = partial(_workload_plots, bench, named, machine, where, styles)
-    if len(workloads) > 1 and cpus.usable() > 1:    # a few seconds of Agg per workload
+    if len(workloads) > 1 and cpus.usable() > 1 and _fork_is_safe():   # seconds of Agg each
         with ProcessPoolExecutor(min(cpus.usable(), len(workloads)),
                                  mp_context=multiprocessing.get_context("fork")) as pool:
             for mine in pool.map(draw, workloads):
