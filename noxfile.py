@@ -182,7 +182,8 @@ JUDGE: dict[str, tuple[str, ...]] = {
     "harness/core/kinds/table/tolerance.py": ("tests/test_judge_tolerance.py",
                                               "tests/test_reference.py"),
     "harness/core/kinds/table/__init__.py": ("tests/test_judge_boundary.py",
-                                             "tests/test_judge_bench_results.py"),
+                                             "tests/test_judge_bench_results.py",
+                                             "tests/test_judge_inputs_rule.py"),
     "harness/core/kinds/rotary/reference.py": ("tests/test_rotary_reference.py",
                                                "tests/test_rotary_oracle.py",
                                                "tests/test_rotary_forms.py"),
@@ -190,7 +191,8 @@ JUDGE: dict[str, tuple[str, ...]] = {
                                                "tests/test_rotary_reference.py"),
     "harness/core/kinds/rotary/apply.py": ("tests/test_rotary_oracle.py",
                                            "tests/test_judge_boundary.py",
-                                           "tests/test_rotary_forms.py"),
+                                           "tests/test_rotary_forms.py",
+                                           "tests/test_judge_inputs_rule.py"),
     "harness/core/kinds/grid/reference.py": ("tests/test_grid_oracle.py", "tests/test_judge_tolerance.py"),
     "harness/core/kinds/grid/plan.py": ("tests/test_grid_oracle.py",),
     "harness/core/kinds/timestep/reference.py": ("tests/test_timestep.py",
@@ -200,8 +202,10 @@ JUDGE: dict[str, tuple[str, ...]] = {
                                   "tests/test_judge_bench_results.py",
                                   "tests/test_bench_validity.py"),
     "harness/bench/fingerprint.py": ("tests/test_judge_bench_apart.py",
-                                     "tests/test_judge_fingerprint.py"),
-    "harness/runs/flags.py": ("tests/test_judge_timing.py", "tests/test_load_flags.py"),
+                                     "tests/test_judge_fingerprint.py",
+                                     "tests/test_judge_inputs_rule.py"),
+    "harness/runs/flags.py": ("tests/test_judge_timing.py", "tests/test_load_flags.py",
+                              "tests/test_judge_inputs_rule.py"),
 }
 #: Tests of the selection too slow to run against every mutant (covered by faster ones).
 MUTANTS_DESELECT = (
