@@ -8,7 +8,7 @@ started on first use, tied to this process by harness.util.lifeline) that
 imports no implementation: it receives the copies of what the callable
 returned (harness.core.observe) and the inputs it was given, computes the
 reference and tolerance itself, and sends back the Check. Both directions
-carry plain data only (`isolate.safe_loads`).
+carry plain data only (`wire.safe_loads`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from harness.core import isolate
+from harness.core import isolate, wire
 from harness.core.catalog import Entry
 from harness.core.checks import Check, expect, judge
 from harness.core.observe import Observation
@@ -70,16 +70,16 @@ def _stop() -> None:
 
 
 def _write(stream: Any, data: bytes) -> None:
-    stream.write(isolate.HEADER.pack(len(data)) + data)
+    stream.write(wire.HEADER.pack(len(data)) + data)
     stream.flush()
 
 
 def _read(stream: Any) -> Any:
-    head = stream.read(isolate.HEADER.size)
-    if len(head) < isolate.HEADER.size:
+    head = stream.read(wire.HEADER.size)
+    if len(head) < wire.HEADER.size:
         raise EOFError("the judge process closed its output")
-    (size,) = isolate.HEADER.unpack(head)
-    return isolate.safe_loads(stream.read(size))
+    (size,) = wire.HEADER.unpack(head)
+    return wire.safe_loads(stream.read(size))
 
 
 def serve() -> None:

@@ -32,7 +32,7 @@ from typing import Any, Optional, Sequence
 
 from harness import backends
 from harness.backends.host import resident_peak
-from harness.core import isolate, kinds, plugins
+from harness.core import isolate, kinds, plugins, wire
 from harness.util import lifeline, reaper
 
 START_S = 180.0
@@ -141,7 +141,7 @@ def _read_all(fd: int, proc: subprocess.Popen) -> list[tuple[str, Any]]:
             data += chunk
         elif readable or (proc.poll() is not None and not isolate.pending(fd)):
             break
-    return isolate.split_messages(data)
+    return wire.split_messages(data)
 
 
 def _answered(entry: Entry, questions: tuple[Any, ...]) -> Entry:
@@ -182,7 +182,7 @@ def child() -> None:
     reaper.adopt_orphans()
     out = int(os.environ.pop(isolate.RESULTS_ENV))
     targets, questions, availability = pickle.load(sys.stdin.buffer)
-    send = isolate.sender(out)
+    send = wire.sender(out)
     try:
         plugins.load_builtins()
         plugins.load_entry_points()

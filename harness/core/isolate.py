@@ -5,7 +5,7 @@ bench's verify, conventions and precision steps) down with it: nothing
 written, and an exit code that read as "an implementation is wrong". Here a
 verb's work on one implementation is a *task*, `function(impl, *args)`, that
 yields one result per item (a case, a probe) and never raises for the
-implementation's faults. What a child sends back is read with `safe_loads`:
+implementation's faults. What a child sends back is read with `wire.safe_loads`:
 plain data only (the harness's own dataclasses, NumPy arrays), never a pickle
 that could run code in the parent. `run` gives each backend's implementations to one
 child process (`python -c 'harness.core.isolate.child()'`, its own session, tied to
@@ -25,14 +25,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import importlib
-import io
 import os
 import pickle
 import select
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -44,14 +41,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from harness import backends
-from harness.core import plugins
+from harness.core import plugins, wire
 from harness.core.registry import REGISTRY, Implementation
 from harness.util import cpus, lifeline, reaper
 
 RESULTS_ENV = "PE_HARNESS_ISOLATE_FD"
 ROOT = Path(__file__).resolve().parent.parent.parent
 POLL_S = 0.2
-HEADER = struct.Struct(">I")
 
 #: (impl, the results its process sent, why it stopped) -> the rows of the items it did not finish
 Lost = Callable[[Implementation, list, str], list]
@@ -220,14 +216,14 @@ class _Watch:
     def _handle(self) -> bool:
         """Act on every complete message in the buffer; True when there was one."""
         any_message = False
-        while len(self.buffer) >= HEADER.size:
-            (size,) = HEADER.unpack_from(self.buffer)
-            if len(self.buffer) < HEADER.size + size:
+        while len(self.buffer) >= wire.HEADER.size:
+            (size,) = wire.HEADER.unpack_from(self.buffer)
+            if len(self.buffer) < wire.HEADER.size + size:
                 break
-            message = self.buffer[HEADER.size:HEADER.size + size]
-            self.buffer = self.buffer[HEADER.size + size:]
+            message = self.buffer[wire.HEADER.size:wire.HEADER.size + size]
+            self.buffer = self.buffer[wire.HEADER.size + size:]
             try:
-                kind, value = safe_loads(message)
+                kind, value = wire.safe_loads(message)
             except Exception as exc:     # the judged sent something that is not plain data
                 self.refused = f"its process sent a result that is not plain data ({exc})"
                 return any_message
@@ -252,35 +248,6 @@ class _Watch:
         self.current, self.rows = None, []
         self.settled.add(impl.name)
         self.group.finish(impl, rows)
-
-
-#: NumPy's pickling machinery for arrays, dtypes and scalars (never an ndarray subclass).
-_NUMPY = {("numpy", "ndarray"), ("numpy", "dtype"),
-          *((f"numpy.{core}.{module}", name) for core in ("core", "_core")
-            for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"),
-                                 ("numeric", "_frombuffer")))}
-_BUILTINS = {"complex", "set", "frozenset", "slice", "range", "bytearray"}
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    """Rebuilds only plain data: builtins' containers, NumPy arrays, and the dataclasses the
-    harness's own modules (not harness.impls) define. A child is the judged's process; what it
-    sends must not run code here."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _NUMPY or (module == "builtins" and name in _BUILTINS):
-            return super().find_class(module, name)
-        if module.startswith("harness.") and not module.startswith("harness.impls"):
-            found = super().find_class(module, name)
-            if isinstance(found, type) and dataclasses.is_dataclass(found):
-                return found
-        raise pickle.UnpicklingError(f"an isolated process sent {module}.{name}, which is not "
-                                     "plain data")
-
-
-def safe_loads(data: bytes) -> Any:
-    """Unpickle what a child sent, allowing plain data only (`_PlainUnpickler`)."""
-    return _PlainUnpickler(io.BytesIO(data)).load()
 
 
 @contextlib.contextmanager
@@ -322,26 +289,6 @@ def python_path() -> str:
     return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
-def split_messages(data: bytes) -> list[tuple[str, Any]]:
-    """The complete (kind, value) messages in `data`, each read with `safe_loads`."""
-    messages = []
-    while len(data) >= HEADER.size:
-        (size,) = HEADER.unpack_from(data)
-        if len(data) < HEADER.size + size:
-            break
-        messages.append(safe_loads(data[HEADER.size:HEADER.size + size]))
-        data = data[HEADER.size + size:]
-    return messages
-
-
-def sender(fd: int) -> Callable[..., None]:
-    """In a child: send(kind, value) writes one framed message to the parent."""
-    def send(kind: str, value: Any = None) -> None:
-        data = pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
-        _write_all(fd, HEADER.pack(len(data)) + data)
-    return send
-
-
 def send_request(proc: subprocess.Popen, request: Any) -> None:
     assert proc.stdin is not None
     try:
@@ -365,7 +312,7 @@ def child() -> None:
     reaper.adopt_orphans()
     out = int(os.environ.pop(RESULTS_ENV))
     request: _Request = pickle.load(sys.stdin.buffer)
-    send = sender(out)
+    send = wire.sender(out)
 
     try:
         plugins.load_all(request.plugins)
@@ -389,12 +336,6 @@ def child() -> None:
         send("failed", traceback.format_exc())
         exit_now(1)
     exit_now(0)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def exit_now(code: int) -> None:
