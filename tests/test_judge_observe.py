@@ -14,8 +14,8 @@ from harness import InPlace, Spec
 from harness.core import inplace
 from harness.core.observe import observe, plan
 from harness.core.registry import Implementation
-from harness.util.recycle import RecycledBuffers
 from tests.adversaries import table as correct_table
+from tests.adversaries import writes_twice
 
 SPEC = Spec(16, 8)
 X = np.arange(2 * 16 * 8, dtype=np.float32).reshape(2, 16, 8)   # a forward's input
@@ -58,17 +58,7 @@ def test_without_two_poisoned_results_there_is_no_third_call():
 
 def test_the_third_call_comes_after_both_poisoned_results_were_let_go():
     """A recycler that writes only twice hands its third caller a poisoned buffer back."""
-    def build(spec):
-        buffers, calls = RecycledBuffers((spec.length, spec.d_model), spec.dtype), []
-
-        def call():
-            calls.append(1)
-            out = buffers.take()
-            if len(calls) <= 2:
-                out[...] = correct_table(spec)
-            return out
-        return call
-    seen = seen_of(build)
+    seen = seen_of(writes_twice)
     assert np.isnan(seen.results[2].array).all()
 
 

@@ -14,8 +14,8 @@ from harness import Spec
 from harness.core import checks, contract
 from harness.core.observe import Observation, Returned, observe_all, snapshot
 from harness.core.registry import Implementation
-from harness.util.recycle import RecycledBuffers
 from tests.adversaries import table as correct_table
+from tests.adversaries import writes_twice
 
 SPEC = Spec(40, 8)
 
@@ -89,18 +89,7 @@ def test_a_builder_passes_with_its_measures_and_the_time_it_took():
 
 
 def test_reused_memory_left_unwritten_fails_on_the_third_call():
-    def build(spec):
-        buffers = RecycledBuffers((spec.length, spec.d_model), spec.dtype)
-        calls = []
-
-        def call():
-            calls.append(1)
-            out = buffers.take()
-            if len(calls) <= 2:
-                out[...] = correct_table(spec)
-            return out
-        return call
-    result = judged(build)
+    result = judged(writes_twice)
     assert result.status == "fail"
     assert result.reason.startswith("after letting two poisoned results go: ")
     assert result.reason.endswith("(reused memory without writing it)")
