@@ -56,6 +56,10 @@ def test_the_first_values_are_the_well_formed_result_joined_or_none():
     assert validity.first_values(np.stack([cos, sin]), c) is None        # not the tuple
     assert validity.first_values((cos.astype(np.float64), sin), c) is None   # another dtype
     assert validity.first_values((cos[1:], sin), c) is None             # another shape
+    for out in ((cos, sin), np.stack([cos, sin]), (cos[1:], sin)):    # both answers in one look
+        why, values = validity.first_result(out, c)
+        assert why == validity.output_problem(out, c)
+        assert (values is None) == (validity.first_values(out, c) is None) == (why is not None)
 
 
 def problem(out, first, c: Cell):

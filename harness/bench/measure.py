@@ -71,9 +71,8 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         first = call()
         done["first_call_s"] = time.perf_counter() - start
         stage = "result check"
-        problem = validity.output_problem(first, cell)
+        problem, values = validity.first_result(first, cell)
         if problem is None:       # poisoned and still held: the warm call must compute afresh
-            values = validity.first_values(first, cell)
             seed = fingerprint.worker_seed()
             sampled = [fingerprint.sample(values, seed)]
             poisoned = poison(first)
