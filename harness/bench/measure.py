@@ -44,10 +44,12 @@ def error_reason(stage: str, exc: BaseException) -> str:
 
 def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: str,
             timing: Timing = Timing(), meter: contention.Meter = contention.sample,
-            on_timing: Callable[[], None] = lambda: None) -> Outcome:
+            on_timing: Callable[[str], None] = lambda phase: None) -> Outcome:
     """Time `impl` on `cell` with the pytest-benchmark fixture; an exception becomes an error,
     an invalid result or a lookup (harness.bench.validity) an `invalid` row, untimed. `meter`
-    samples the machine's load after setup and after the timed rounds (harness.bench.contention)."""
+    samples the machine's load after setup and after the timed rounds (harness.bench.contention).
+    `on_timing` announces "timing" as the timed rounds start and "timed" as they end, so that
+    the supervisor's own clock spans the rounds alone (harness.bench.supervisor)."""
     stage = "build"
     samples: list[contention.Sample] = []
     done: dict[str, Any] = {"thread_settings": thread_settings}
@@ -105,10 +107,11 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
                                     thread_settings=thread_settings,
                                     calls_per_round=rounds.calls)
         timer = modes.clock(cell.device)      # the cell's timer, as pytest-benchmark's
-        on_timing()                           # the supervisor starts its own clock
+        on_timing("timing")                   # the supervisor starts its own clock
         start = timer()
         timed = rounds.run(benchmark)
         done["timer_s"] = timer() - start
+        on_timing("timed")                    # and stops it: what follows is not timed
         stage = "timed result check"
         wrong, timed_values = ((None, None) if cell.mode == "graph" else
                                validity.timed_problem(timed, values, cell))

@@ -79,8 +79,9 @@ class Supervisor:
         self.plugins = tuple(plugins)
         self.timing, self.limits, self.on_row = timing, limits, on_row
         self.hung: set[str] = set()           # implementations that timed out once
-        #: (worker pid, heartbeat) -> when that cell's timed rounds began, by this process's clock
+        #: (worker pid, cell key) -> when its timed rounds began and ended, by this clock
         self.timing_since: dict[tuple[int, Any], float] = {}
+        self.timing_until: dict[tuple[int, Any], float] = {}
         self.worker_pid = 0
         #: the run's sampled places; rows timed ok wait here to be judged once their worker is gone
         self.judge = fingerprint.Judge(fingerprint.new_seed())
@@ -190,7 +191,9 @@ class Supervisor:
             beat = _read_heartbeat(heartbeat)
             key = beat["key"] if beat else None
             if beat and beat.get("phase") == "timing":    # its timed rounds began about now
-                self.timing_since.setdefault((proc.pid, beat.get("beat")), time.monotonic())
+                self.timing_since.setdefault((proc.pid, key), time.monotonic())
+            elif beat and beat.get("phase") == "timed":   # and ended about now
+                self.timing_until.setdefault((proc.pid, key), time.monotonic())
             running = key if key in cells and key not in done else None
             if exited:
                 if running:
@@ -224,8 +227,9 @@ class Supervisor:
     def _take(self, news: list[dict[str, Any]], done: set[str]) -> None:
         for new in news:
             done.add(new["key"])
-            since = self.timing_since.get((self.worker_pid, new.get("beat")))
-            disagreement = clock_disagreement(new, time.monotonic() - since) if since else ""
+            since = self.timing_since.get((self.worker_pid, new["key"]))
+            until = self.timing_until.get((self.worker_pid, new["key"]), time.monotonic())
+            disagreement = clock_disagreement(new, until - since) if since else ""
             if disagreement:       # the row again, flagged: the journal keeps the last one
                 journal.append(self.journal, {**new, "clock": disagreement})
                 continue           # read back (and passed on) at the next poll

@@ -81,7 +81,7 @@ class Worker:
         elif self.config.shared_jit and self.called:
             label = "shared"
         outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing,
-                          on_timing=lambda: self._beat(cell, "timing"))
+                          on_timing=lambda phase: self._beat(cell, phase))
         if not math.isnan(outcome.build_s):        # built: its first call ran, or tried to
             self.called.add((cell.impl, cell.dtype))
         if math.isnan(outcome.first_call_s):
