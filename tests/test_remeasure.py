@@ -33,6 +33,14 @@ def test_noisy_cells_are_measured_again_too():
     assert retries.due(1, final=True) == [c] and "noisy" in retries.why[c.key]
 
 
+def test_cells_flagged_for_load_go_before_cells_only_noisy():
+    retries = Retries(8, clock=lambda: 0.0)
+    noisy, busy = cell(64, 64), cell(128, 64)
+    retries.seen(row(noisy, Outcome("ok", median_s=1e-3, iqr_s=5e-4)), noisy, group=0)
+    retries.seen(busy_row(busy), busy, group=0)
+    assert retries.due(1) == [busy, noisy][: int(remeasure.MAX_SHARE * 8)]
+
+
 def test_attempts_are_bounded_per_cell():
     retries = Retries(10, clock=lambda: 0.0)
     c = cell()
@@ -60,7 +68,7 @@ def test_retries_stop_when_their_time_is_used_up():
     c = cell()
     retries.seen(busy_row(c), c, group=0)
     now[0] = 100.0                                   # the sweep took 100 s...
-    retries.timed(remeasure.MIN_SECONDS + 0.5 * 100.0)   # ...and retries more than their share
+    retries.timed(remeasure.MIN_SECONDS + remeasure.SHARE_OF_TIME * 100.0)   # ...and retries more than their share
     assert retries.due(1) == [] and c.key in retries.still_flagged()
 
 

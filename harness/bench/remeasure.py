@@ -15,6 +15,8 @@ The bound: at most MAX_ATTEMPTS measurements of one cell, at most
 MAX_SHARE of the cells measured again, and retries stop once they have used
 SHARE_OF_TIME of the time the sweep took so far (but are always allowed
 MIN_SECONDS): a run under steady heavy load ends, saying what stayed flagged.
+Cells flagged for load or threads go before cells that are only noisy: a flag
+keeps a cell out of the answers, noise only widens its interval.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from harness.util.units import NOISY_IQR
 #: Measurements of one cell at most (the first one included).
 MAX_ATTEMPTS = 3
 #: Of the sweep's cells, the share that may be measured again.
-MAX_SHARE = 0.5
-#: Retries may add this share of the sweep's time so far, and always MIN_SECONDS.
-SHARE_OF_TIME, MIN_SECONDS = 0.5, 20.0
+MAX_SHARE = 0.25
+#: Retries may add this share of the sweep's time so far, and always MIN_SECONDS: a quiet
+#: default run measured half its cells again when retries could take as long as half the sweep.
+SHARE_OF_TIME, MIN_SECONDS = 0.2, 20.0
 
 
 def why_again(row: Mapping[str, Any], running: Running) -> str:
@@ -89,6 +92,7 @@ class Retries:
             return []
         room = max(int(MAX_SHARE * self.total_cells) - len(self.retried), 0)
         ready = [cell for key, (cell, queued) in self.waiting.items() if final or queued < group]
+        ready.sort(key=lambda cell: self.why.get(cell.key, "").startswith("noisy"))  # flags first
         chosen = ready[:room]
         for cell in chosen:
             self.waiting.pop(cell.key)
