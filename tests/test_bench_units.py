@@ -329,3 +329,15 @@ def test_numba_serves_every_thread_count_from_one_worker_and_resizes_its_pool_be
         nb.set_num_threads(nb.config.NUMBA_NUM_THREADS)
     with pytest.raises(ValueError, match="cannot resize"):
         threads.pin("tensorflow", 1, again=True)
+
+
+def test_the_default_batch_is_cut_at_the_largest_lengths_and_a_given_one_is_kept():
+    from harness import implementations
+
+    impls = [i for i in implementations(()) if i.name in ("numpy-forward", "rotary-numpy-apply-unfused")]
+    cells = plan(impls, Grid((64, 32768), (128, 512), ("float32",), (1,))).cells
+    batch = {(c.workload, c.length, c.d_model): c.batch for c in cells if not c.is_roof}
+    assert batch[("forward", 64, 512)] == 2 and batch[("forward", 32768, 512)] == 1
+    assert batch[("apply", 64, 128)] == 2 and batch[("apply", 32768, 128)] == 1
+    given = plan(impls, Grid((64,), (128,), ("float32",), (1,), batch=3)).cells
+    assert {c.batch for c in given} == {3}

@@ -6,8 +6,8 @@ included) instead of threads. Each kind of table (harness.core.kinds) maps lengt
 onto its spec (a 1-D table's positions x d_model, a rotary cache's positions x head_dim, a
 grid's cells x d_model, timesteps x dim) and brings its own default sizes and dtypes; axes
 given on the command line apply to every kind. Tables over `max_elements` are left out, and
-batched cells (forward, rotary apply) past BATCHED_ELEMENTS times that, so memory and time stay
-sane; the pure-Python backend has no thread pool and is timed at one thread only; anything
+batched cells (forward, rotary apply) past BATCHED_ELEMENTS times that (the default batch is cut
+to fit first), so memory and time stay sane; the pure-Python backend has no thread pool and is timed at one thread only; anything
 slower still is left to the budgets (`budget`).
 """
 
@@ -30,8 +30,9 @@ _TABLE = kinds.named("table")
 DEFAULT_LENGTHS, DEFAULT_D_MODELS = _TABLE.bench_sizes
 QUICK_LENGTHS, QUICK_D_MODELS = _TABLE.bench_sizes_quick
 DEFAULT_MAX_ELEMENTS = 1 << 24          # 16 Mi elements: 64 MiB float32 (8192 x 1024 is in)
-#: A batched cell (x + PE for a batch, q and k rotated) may write this many tables' elements.
-BATCHED_ELEMENTS = 4
+#: A batched cell (x + PE for a batch, q and k rotated) may write this many tables' elements
+#: (q and k at batch 1 are two); its default batch is first cut to write about one table's.
+BATCHED_ELEMENTS = 2
 DEVICE_DTYPES = ("float32", "float16", "bfloat16")
 
 
@@ -160,9 +161,20 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
                     cell = Cell(impl.name, impl.backend, impl.device, impl.workload,
                                 convention or kind.first_convention, length, d_model, dtype,
                                 n, batch, mode=mode, heads=heads, kind=impl.kind)
+                    if batched and grid.batch is None:
+                        cell = _fitted_batch(cell, grid.max_elements)
                     if batched and convention and cell.elements > BATCHED_ELEMENTS * grid.max_elements:
                         continue
                     yield cell, reason
+
+
+def _fitted_batch(cell: Cell, most: int) -> Cell:
+    """`cell` with its workload's default batch halved until it writes at most `most` elements
+    (at least one): the largest lengths are timed at batch 1, where a batch of copies of an
+    already memory-bound call would only make the sweep longer."""
+    while cell.batch > 1 and cell.elements > most:
+        cell = replace(cell, batch=max(1, cell.batch // 2))
+    return cell
 
 
 def _roof_cells(cells: Sequence[Cell]) -> Iterable[Cell]:
