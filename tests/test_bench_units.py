@@ -22,8 +22,8 @@ TIMING = Timing(max_time=0.1, min_rounds=5)
 
 
 def cell(length: int = 64, d_model: int = 64, impl: str = "a", threads: int = 1,
-         is_roof: bool = False, workload: str = "table") -> Cell:
-    return Cell(impl, "numpy", "cpu", workload, "paper", length, d_model, "float32", threads,
+         is_roof: bool = False, workload: str = "table", dtype: str = "float32") -> Cell:
+    return Cell(impl, "numpy", "cpu", workload, "paper", length, d_model, dtype, threads,
                 is_roof=is_roof)
 
 
@@ -341,3 +341,36 @@ def test_the_default_batch_is_cut_at_the_largest_lengths_and_a_given_one_is_kept
     assert batch[("apply", 64, 128)] == 2 and batch[("apply", 32768, 128)] == 1
     given = plan(impls, Grid((64,), (128,), ("float32",), (1,), batch=3)).cells
     assert {c.batch for c in given} == {3}
+
+
+def test_a_cell_proven_far_behind_at_the_next_smaller_size_is_left_out():
+    from harness.bench.prune import FAR_SMALLER, behind_at_smaller
+
+    def at(impl: str, length: int, median_s: float, **extra) -> dict:
+        return {**ok(cell(length=length, impl=impl), median_s), "cores": 2, "others_busy": 0.0,
+                **extra}
+
+    smaller = [at("fast", 64, 1e-3), at("slow", 64, FAR_SMALLER * 1e-3 * 1.01)]
+    assert "far behind" in behind_at_smaller(cell(length=256, impl="slow"), smaller)
+    assert behind_at_smaller(cell(length=256, impl="fast"), smaller) is None
+    near = [at("fast", 64, 1e-3), at("slow", 64, FAR_SMALLER * 1e-3 * 0.99)]
+    assert behind_at_smaller(cell(length=256, impl="slow"), near) is None
+    # the next smaller size decides: close at 128, although far at 64
+    assert behind_at_smaller(cell(length=256, impl="slow"),
+                             smaller + [at("fast", 128, 1e-3), at("slow", 128, 2e-3)]) is None
+    # a smaller size timed under load, a larger one, a roof, or another dtype prove nothing
+    busy = [at("fast", 64, 1e-3), at("slow", 64, 1.0, others_busy=1.9)]
+    assert behind_at_smaller(cell(length=256, impl="slow"), busy) is None
+    assert behind_at_smaller(cell(length=32, impl="slow"), smaller) is None
+    assert behind_at_smaller(cell(length=256, impl="slow", is_roof=True), smaller) is None
+    assert behind_at_smaller(cell(length=256, impl="slow", dtype="float64"), smaller) is None
+
+
+def test_full_prunes_nothing():
+    from harness import cli
+    from harness.bench import cli as bench_cli, options
+
+    def limits(*argv: str):
+        return options.parse(cli.parse({"bench": bench_cli}, ["bench", *argv])).limits
+
+    assert limits().prune and not limits("--full").prune

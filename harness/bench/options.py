@@ -167,7 +167,7 @@ def parse(args: argparse.Namespace) -> SweepOptions:
     budget_s = None if args.budget_s is None else _positive(args.budget_s, "--budget-s")
     limits = Limits(cell_budget_s=_positive(given("cell_budget_s", limits0), "--cell-budget-s"),
                     timeout_s=_positive(given("timeout_s", limits0), "--timeout-s"),
-                    budget_s=budget_s)
+                    budget_s=budget_s, prune=not args.full)
     out = Path(args.out)
     return SweepOptions(grid, timing, limits, out, _resume_dir(args.resume, out),
                         tuple(args.plugin), tuple(args.only), args.quick, not args.no_post,

@@ -1,4 +1,14 @@
-"""Leave out an all-core cell whose 1-thread sibling already shows it cannot compete.
+"""Leave out a cell that an earlier measurement of the same run shows cannot compete.
+
+Two proofs, each from unflagged rows measured earlier in this run (the usual choice and the
+roofs are always timed: the answer's speed-ups and roof ratios are measured against them):
+
+- **At one thread** (`far_behind`), for an all-core cell, below.
+- **At a smaller size** (`behind_at_smaller`): an implementation over FAR_SMALLER times the
+  fastest at the next smaller landmark of the same cell is not timed at the larger one. The
+  bound is wider than FAR because a gap can narrow with size (the fastest becomes memory-bound
+  while a slow one stays compute-bound). Cells of a worker run smallest size first, every
+  implementation of it (harness.bench.sweep.groups), so the smaller size is there to read.
 
 More threads speed a call up at most `threads` times, and the fastest implementation at
 one thread is no slower with more (when it is, `harness.runs.flags` flags it). So an
@@ -21,6 +31,8 @@ from harness.runs.flags import load_flag
 
 #: How far behind (at least) an all-core cell must be proven to be before it is left out.
 FAR = 4.0
+#: How far behind at the next smaller size before a larger one is left out.
+FAR_SMALLER = 8.0
 
 Row = dict[str, Any]
 _SAME = ("workload", "device", "dtype", "length", "d_model", "batch", "heads", "convention")
@@ -41,6 +53,38 @@ def far_behind(cell: Cell, history: Sequence[Row]) -> Optional[str]:
     return (f"far behind: {t1 * 1e3:.3g} ms at 1 thread is {t1 / best:.3g}x the fastest "
             f"({best * 1e3:.3g} ms), so even {cell.threads} threads at full speed-up leave it "
             f"over {FAR:g}x behind (--full times it)")
+
+
+def behind_at_smaller(cell: Cell, history: Sequence[Row]) -> Optional[str]:
+    """Why `cell` need not be timed, proven at the next smaller size measured here, or None."""
+    if cell.is_roof or cell.impl in _usual(cell):
+        return None
+    size = cell.length * cell.d_model
+    smaller: dict[int, list[Row]] = {}
+    for r in history:
+        if _same_but_size(r, cell) and int(r["length"]) * int(r["d_model"]) < size:
+            smaller.setdefault(int(r["length"]) * int(r["d_model"]), []).append(r)
+    mine = [s for s, rows in smaller.items() if any(r["impl"] == cell.impl for r in rows)]
+    if not mine:
+        return None
+    rows = smaller[max(mine)]
+    t = min(float(r["median_s"]) for r in rows if r["impl"] == cell.impl)
+    best = min(float(r["median_s"]) for r in rows)
+    if not t > FAR_SMALLER * best:
+        return None
+    shape = next(f"{r['length']}x{r['d_model']}" for r in rows if r["impl"] == cell.impl)
+    return (f"far behind: {t / best:.3g}x the fastest at {shape} ({t * 1e3:.3g} ms against "
+            f"{best * 1e3:.3g} ms), over {FAR_SMALLER:g}x, so not timed at this larger size "
+            "(--full times it)")
+
+
+def _same_but_size(r: Row, cell: Cell) -> bool:
+    """An unflagged ok row of an implementation (not a roof) timed on the same cell at any size."""
+    return (r.get("status") == "ok" and not _truthy(r.get("is_roof")) and not load_flag(r)
+            and int(r.get("threads", 0)) == cell.threads
+            and all(str(r.get(k)) == str(getattr(cell, k))
+                    for k in ("workload", "device", "dtype", "heads", "convention"))
+            and not math.isnan(float(r.get("median_s", math.nan))))
 
 
 def _one_thread_sibling(r: Row, cell: Cell) -> bool:

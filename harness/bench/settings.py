@@ -44,6 +44,7 @@ class Limits:
     timeout_s: float = 120.0
     budget_s: Optional[float] = None        # the whole sweep, as given on the command line
     deadline: Optional[float] = None        # time.time() when budget_s runs out
+    prune: bool = True                      # leave out cells proven far behind (not --full)
 
 
 #: --quick: shorter timing, and a tighter budget so slow cells are skipped sooner.

@@ -46,8 +46,9 @@ class RunDir:
 
 
 def groups(cells: Iterable[Cell], cold_starts: bool = False) -> list[Group]:
-    """One worker per (backend, threads), each implementation's cells smallest first; 1-thread
-    groups first. A backend whose pools resize while it runs (`runtime_threads`: Numba) serves
+    """One worker per (backend, threads), its cells smallest size first, every implementation
+    of a size before the next (harness.bench.prune reads the smaller ones); 1-thread groups
+    first. A backend whose pools resize while it runs (`runtime_threads`: Numba) serves
     every thread count from one worker, its 1-thread cells first. With `cold_starts`, a backend
     that compiles on first use (its adapter's `jit`) gets one per implementation x dtype, so
     that its first call is cold; without, its implementations share a worker (a compile once
@@ -58,8 +59,8 @@ def groups(cells: Iterable[Cell], cold_starts: bool = False) -> list[Group]:
         buckets.setdefault(_worker(cell, cold_starts), []).append(cell)
     out = []
     for members in buckets.values():
-        members.sort(key=lambda c: (c.threads, c.impl, c.workload, c.device, c.dtype, c.elements,
-                                    c.length))
+        members.sort(key=lambda c: (c.threads, c.workload, c.device, c.length * c.d_model,
+                                    c.length, c.impl, c.dtype))
         backend = members[0].backend
         out.append(Group(backend, max(c.threads for c in members), tuple(members),
                          shared_jit=backends.get(backend).jit and not cold_starts,

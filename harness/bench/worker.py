@@ -55,8 +55,10 @@ class Worker:
         if cell.threads != self.pinned:       # a worker serving several thread counts
             self.thread_settings = threads.pin(self.config.backend, cell.threads, again=True)
             self.pinned = cell.threads
-        reason = (prune.far_behind(cell, self.history)
-                  or budget.skip_reason(cell, self.history, self.config.timing, self.config.limits))
+        limits = self.config.limits
+        reason = ((limits.prune and (prune.far_behind(cell, self.history)
+                                     or prune.behind_at_smaller(cell, self.history)))
+                  or budget.skip_reason(cell, self.history, self.config.timing, limits))
         if reason:
             self._record(cell, Outcome("skip", reason, thread_settings=self.thread_settings))
             pytest.skip(reason)
