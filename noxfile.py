@@ -177,6 +177,8 @@ JUDGE: dict[str, tuple[str, ...]] = {
                                 "tests/test_rotary_forms.py"),
     "harness/core/inplace.py": ("tests/test_judge_observe.py", "tests/test_rotary_forms.py",
                                 "tests/test_judge_verdicts.py"),
+    "harness/core/handover.py": ("tests/test_judge_inputs_rule.py", "tests/test_judge_observe.py",
+                                 "tests/test_judge_verdicts.py"),
     "harness/core/kinds/table/reference.py": ("tests/test_reference.py",
                                               "tests/test_oracle_placement.py"),
     "harness/core/kinds/table/tolerance.py": ("tests/test_judge_tolerance.py",

@@ -141,6 +141,55 @@ WRONG: dict[str, Callable] = {
 }
 
 
+# -- workloads with inputs, handed at every call (harness.core.handover) ---------------------
+
+def first_forward(spec: Spec, once: bool = True):
+    """x + PE; with `once`, computed on the first call only and handed back as a fresh copy ever
+    after (right for the first inputs, timed as a memcpy): the cheat that call-time inputs
+    catch. Without it, the honest control."""
+    kept: list[np.ndarray] = []
+
+    def forward(x):
+        if not kept or not once:
+            kept[:] = [(np.asarray(x, np.float64) + table(spec)[None]).astype(spec.dtype)]
+        return kept[0].copy()
+    return forward
+
+
+def first_apply(spec, once: bool = True):
+    """q and k rotated (float64, rounded once); with `once`, on the first call only and handed
+    back as fresh copies ever after."""
+    from harness.core.kinds.rotary.reference import apply_reference
+
+    kept: list[tuple[np.ndarray, ...]] = []
+
+    def apply(q, k, positions):
+        if not kept or not once:
+            rotated = apply_reference(spec, np.asarray(q, np.float64), np.asarray(k, np.float64),
+                                      np.asarray(positions))
+            kept[:] = [tuple(r.astype(spec.dtype) for r in rotated)]
+        return tuple(r.copy() for r in kept[0])
+    return apply
+
+
+def built_forward(spec: Spec, x: np.ndarray):
+    """The same cheat in the deprecated build-time form: x + PE computed in the factory, a fresh
+    copy per call."""
+    answer = (x.astype(np.float64) + table(spec)[None]).astype(spec.dtype)
+    return lambda: answer.copy()
+
+
+def with_inputs(name: str, build: Callable, workload: str = "forward") -> Implementation:
+    return Implementation(name=name, backend="numpy", device="cpu", build=build,
+                          supports_fn=INTERLEAVED_PAPER if workload == "forward" else _any,
+                          workload=workload, kind="table" if workload == "forward" else "rotary",
+                          origin=__name__)
+
+
+def _any(spec) -> None:
+    return None
+
+
 def implementation(name: str) -> Implementation:
     build = _correct if name == "control" else WRONG[name]
     return Implementation(name=f"wrong-{name}", backend="numpy", device="cpu", build=build,

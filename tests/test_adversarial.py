@@ -117,3 +117,37 @@ def test_crashing_build_is_an_error_with_its_message():
                           supports_fn=adversaries.INTERLEAVED_PAPER)
     check = verify.run([impl], F32[:1])[0]
     assert check.status == "error" and "cannot set up" in check.reason
+
+
+def test_a_forward_that_computes_its_first_result_once_fails_verify():
+    """Handed x at every call (harness.core.handover), a forward that keeps its first answer and
+    hands back copies is right on the first inputs only: the second, negated, fails it; the same
+    code computing every call passes."""
+    cheat = adversaries.with_inputs("first-forward", adversaries.first_forward)
+    control = adversaries.with_inputs("every-forward",
+                                      lambda spec: adversaries.first_forward(spec, once=False))
+    cheated, honest = verify.run([cheat, control], F32[:1])
+    assert cheated.status == "fail", cheated
+    assert cheated.reason.startswith("given its inputs negated: ")
+    assert "a result computed once and handed back" in cheated.reason
+    assert honest.status == "pass", honest.reason
+
+
+def test_an_apply_that_computes_its_first_result_once_fails_verify():
+    from harness import RotarySpec
+    cheat = adversaries.with_inputs("first-apply", adversaries.first_apply, "apply")
+    control = adversaries.with_inputs("every-apply",
+                                      lambda spec: adversaries.first_apply(spec, once=False), "apply")
+    specs = [RotarySpec(40, 16), RotarySpec(24, 32, dtype="float16", layout="interleaved")]
+    checks = verify.run([cheat, control], specs)
+    assert [c.status for c in checks] == ["fail", "fail", "pass", "pass"], checks
+    assert all("a result computed once and handed back" in c.reason for c in checks[:2])
+
+
+def test_a_forward_given_x_at_build_that_does_not_follow_it_fails_verify():
+    """The deprecated build-time form: its x is negated in place after its calls and it is
+    called once more; an answer computed in the factory does not follow."""
+    cheat = adversaries.with_inputs("built-forward", adversaries.built_forward)
+    check = verify.run([cheat], F32[:1])[0]
+    assert check.status == "fail", check
+    assert "its inputs negated in place after it was built" in check.reason

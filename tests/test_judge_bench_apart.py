@@ -186,8 +186,38 @@ def test_identify_keeps_a_plugin_rewriting_numpy_out_of_its_search(tmp_path):
     assert "adv-library" in found["libraries"]
 
 
+def test_a_forward_and_an_apply_computing_their_first_result_once_are_invalid_in_bench(tmp_path):
+    """Handed their inputs at every call (harness.core.handover), a forward and an apply that
+    keep their first answer and hand back copies (timed as a memcpy) return, given other inputs
+    after the timed rounds, the first inputs' answer: bench's judge, where no implementation
+    runs, makes both cells `invalid`; the same code computing every call is clean."""
+    plugin = write(tmp_path, "bench_once", textwrap.dedent('''
+        from harness import RotarySupports
+        from tests.adversaries import first_apply, first_forward
+        ROT = RotarySupports(dtypes=("float32",))
+        register(name="adv-forward-once", backend="numpy", workload="forward", supports=ONE)(
+            lambda spec: first_forward(spec))
+        register(name="adv-forward-every", backend="numpy", workload="forward", supports=ONE)(
+            lambda spec: first_forward(spec, once=False))
+        register(name="adv-apply-once", backend="numpy", workload="apply", supports=ROT)(
+            lambda spec: first_apply(spec))
+        register(name="adv-apply-every", backend="numpy", workload="apply", supports=ROT)(
+            lambda spec: first_apply(spec, once=False))
+        '''))
+    code, text, rows = bench(plugin, tmp_path, "--lengths", "64", "--workloads", "forward,apply")
+    assert code == 0, text
+    rows = rows.set_index("impl")
+    for cheat in ("adv-forward-once", "adv-apply-once"):
+        assert rows.loc[cheat, "status"] == "invalid", text
+        assert "a result computed once and handed back" in rows.loc[cheat, "reason"]
+    for control in ("adv-forward-every", "adv-apply-every"):
+        assert rows.loc[control, "status"] == "ok", text
+        assert "inputs:" not in rows.loc[control, "flags"]
+
+
 def test_the_inputs_flag_holds_values_after_the_change_to_the_changed_inputs():
-    from harness.bench.fingerprint import negate_inputs, negated
+    from harness.bench.fingerprint import negated
+    from harness.core.handover import negate_in_place as negate_inputs
     c = cell("forward", length=64, width=8, batch=2)
     spec, kind = c.spec(), kinds.named("table")
     args = c.work.arguments(spec, c.batch, c.heads)
@@ -201,6 +231,25 @@ def test_the_inputs_flag_holds_values_after_the_change_to_the_changed_inputs():
     positions = np.arange(3)
     assert negate_inputs((x, positions)) and list(x) == [-1, -1, -1]
     assert list(positions) == [0, 1, 2] and not negate_inputs((positions,))
+
+
+def test_a_call_time_result_that_does_not_follow_other_inputs_is_invalid_not_flagged():
+    """An implementation handed its inputs at every call (harness.core.handover) that returns,
+    given the negated inputs after the timed rounds, the first inputs' answer computed the
+    result once: bench's judge makes the cell `invalid`; following them, it is judged as usual."""
+    from harness.bench.fingerprint import negated
+    c = cell("forward", length=64, width=8, batch=2)
+    spec, kind = c.spec(), kinds.named("table")
+    args = c.work.arguments(spec, c.batch, c.heads)
+    after, _ = c.work.expected(spec, negated(args), kind.reference(spec), kind.tolerance(spec))
+    right = sample(expected_values(c), 5)
+    row = {**c.as_dict(), "status": "ok", "inputs_at": "call", "sampled": (right, right),
+           "moved": sample(after.astype(np.float32), 5)}
+    assert Judge(seed=5).problem(row) == "" and Judge(seed=5).inputs_flag(row) == ""
+    cached = {**row, "moved": right}
+    assert "a result computed once and handed back" in Judge(seed=5).problem(cached)
+    assert Judge(seed=5).inputs_flag(cached) == ""          # a verdict, not a flag
+    assert Judge(seed=5).inputs_flag({**cached, "inputs_at": "build"}).startswith("inputs: ")
 
 
 def test_the_judges_verdict_replaces_the_timing_it_judged_but_a_failed_retry_does_not():

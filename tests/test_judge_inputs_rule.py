@@ -56,3 +56,63 @@ def test_apply_inputs_are_rounded_to_their_dtype_once_and_only_there():
     single = representable(x, "float32")
     assert (single == x.astype(np.float32)).all() and not (single == bf).all()
     assert representable(x, "float64").dtype == np.float64
+
+
+# -- harness.core.handover: the form, the input sets, their conversion -----------------------
+
+def test_a_factory_taking_the_spec_only_gets_its_inputs_at_call_time():
+    from harness.core.handover import at_call
+
+    def spec_only(spec): ...
+    def with_device(spec, device="cpu"): ...
+    def old(spec, x): ...
+    def any_number(spec, *inputs): ...
+    assert at_call(spec_only) and at_call(with_device) and at_call(lambda spec: None)
+    assert not at_call(old) and not at_call(any_number)
+    import functools
+    assert at_call(functools.partial(with_device, device="cuda"))
+
+
+def test_each_input_set_is_exact_new_and_keeps_integer_ids_in_range():
+    from harness.core.handover import VARIANTS, variant
+    q = np.arange(12, dtype=np.float16).reshape(3, 4)
+    ids = np.array([[2, 0, 1]], dtype=np.int64)
+    assert variant((q, ids), 0) == (q, ids)
+    nq, nids = variant((q, ids), 1)
+    assert (nq == -q).all() and nq.dtype == q.dtype and nids is ids
+    rq, rids = variant((q, ids), 2)
+    assert (rq == q[:, ::-1]).all() and rq.flags.c_contiguous and rq.dtype == np.float16
+    assert rids.tolist() == [[1, 2, 0]]
+    assert variant((None, 3), 2) == (None, 3)
+    with pytest.raises(ValueError, match="input variant must be in 0 .. 2"):
+        variant((q,), VARIANTS)
+
+
+def test_negating_in_place_leaves_integers_and_read_only_arrays():
+    from harness.core.handover import negate_in_place
+    x, ids = np.ones(3, np.float32), np.arange(3)
+    frozen = np.ones(2)
+    frozen.flags.writeable = False
+    assert negate_in_place((x, ids, frozen)) and x.tolist() == [-1, -1, -1]
+    assert ids.tolist() == [0, 1, 2] and frozen.tolist() == [1, 1]
+    assert not negate_in_place((ids, frozen))
+
+
+@pytest.mark.parametrize("dtype, held", [("float16", np.float16), ("float32", np.float32),
+                                         ("float64", np.float64), ("bfloat16", np.float32)])
+def test_a_host_backend_is_handed_new_numpy_arrays_in_its_dtype(dtype, held):
+    from harness.core.handover import convert
+    x, ids = np.linspace(-1, 1, 6).astype(np.float32), np.arange(3)
+    hx, hids = convert((x, ids), "numpy", dtype, "cpu")
+    assert hx.dtype == held and not np.shares_memory(hx, x)
+    assert hids.dtype == ids.dtype and not np.shares_memory(hids, ids)
+
+
+def test_torch_is_handed_tensors_of_the_spec_dtype_and_int64_ids():
+    torch = pytest.importorskip("torch")
+    from harness.core.handover import convert
+    x, ids = np.linspace(-1, 1, 6).astype(np.float32), np.arange(3, dtype=np.int32)
+    hx, hids = convert((x, ids), "torch", "bfloat16", "cpu")
+    assert hx.dtype == torch.bfloat16 and hids.dtype == torch.int64
+    hx, _ = convert((x, ids), "numba", "bfloat16", "cpu")     # Numba's bfloat16: a torch tensor
+    assert hx.dtype == torch.bfloat16

@@ -108,7 +108,7 @@ def test_an_out_of_place_forward_that_writes_its_input_is_named_and_an_in_place_
         return InPlace(reset, call)
     forms = type("Forms", (), {"in_place": True})()
     seen = seen_of(in_place, "forward", (X,), forms)
-    assert (seen.wrote_inputs, seen.mismatch, len(seen.results)) == ((), "", 3)
+    assert (seen.wrote_inputs, seen.mismatch, len(seen.results)) == ((), "", 4)   # + negated
 
 
 def test_written_names_each_changed_input_and_numbers_those_past_the_names():
@@ -135,3 +135,49 @@ def test_plan_answers_every_case_and_an_error_is_the_build_s():
     assert len(ahead) == 3 and ahead[0].error.startswith("supports: timeout")
     assert all((a.error, a.failed_call) == ("not run: an earlier case timed out", 0)
                for a in ahead[1:])
+
+
+# -- inputs at call time (harness.core.handover) ---------------------------------------------
+
+def test_a_call_time_forward_gets_a_fresh_converted_set_per_call_and_is_told_which():
+    """The factory takes the spec only; each of its calls is handed new arrays holding input
+    sets 0, 1, 2 (never the caller's own), and the observation says which each result came from."""
+    from harness.core import handover
+    handed = []
+
+    def build(spec):
+        def forward(x):
+            handed.append(x)
+            return x + correct_table(spec)
+        return forward
+    seen = seen_of(build, "forward", (X,))
+    assert (seen.variants, seen.at_call, len(seen.results)) == ((0, 1, 2), True, 3)
+    for n, x in enumerate(handed):
+        np.testing.assert_array_equal(x, handover.variant((X,), n)[0])
+        assert x is not X and not np.shares_memory(x, X)
+    np.testing.assert_array_equal(seen.results[1].array, -X + correct_table(SPEC))
+
+
+def test_a_build_time_forward_is_called_once_more_after_its_inputs_are_negated():
+    copies = seen_of(lambda spec, x: (lambda y=x.copy(): y + correct_table(spec)), "forward", (X,))
+    views = seen_of(lambda spec, x: (lambda: x + correct_table(spec)), "forward", (X,))
+    for seen in (copies, views):
+        assert (seen.variants, seen.at_call, len(seen.results)) == ((0, 0, 0, 1), False, 4)
+    np.testing.assert_array_equal(views.results[3].array, -X + correct_table(SPEC))
+    np.testing.assert_array_equal(copies.results[3].array, X + correct_table(SPEC))
+
+
+def test_a_call_time_in_place_kernel_returns_a_plain_callable_and_writes_what_it_is_handed():
+    forms = type("Forms", (), {"in_place": True})()
+
+    def build(spec):
+        def forward(x):
+            x += correct_table(spec)
+            return x
+        return forward
+    seen = seen_of(build, "forward", (X,), forms)
+    assert (seen.wrote_inputs, seen.mismatch, seen.variants) == ((), "", (0, 1, 2))
+    wrapped = seen_of(lambda spec: InPlace(lambda: None, lambda: None), "forward", (X,), forms)
+    assert "returns fn(*inputs)" in wrapped.mismatch
+    out_of_place = seen_of(build, "forward", (X,))
+    assert out_of_place.wrote_inputs == ("x",)

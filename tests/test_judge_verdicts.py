@@ -376,3 +376,47 @@ def test_an_error_exactly_at_the_bound_is_within_it():
     assert contract.grade(0.5 * one, 0.5 * one, 0.25 * one) == "float32"
     assert contract.grade(0.5 * one, 0.25 * one, 0.25 * one) == "fail"
     assert contract.grade(0.5 * one, 0.5 * one, None) == "float32"
+
+
+# -- a workload with inputs: each result judged by the inputs it was given (handover) ---------
+
+def forward_results():
+    """(want(variant), the right result for input set n as a Returned) for a forward on SPEC."""
+    from harness.core import handover
+    args = checks.inputs("forward", SPEC)
+    wants = {n: checks.expect("forward", SPEC, handover.variant(args, n)) for n in range(3)}
+    right = {n: snapshot(w.expected.astype(np.float32)) for n, w in wants.items()}
+    return (lambda variant=0: wants[variant]), right
+
+
+@pytest.mark.parametrize("at_call", [True, False])
+def test_a_result_for_other_inputs_must_follow_them(at_call):
+    """Call time: calls 1-3 get input sets 0, 1, 2; build time: three calls on set 0, then one
+    after its inputs were negated in place (set 1). Right for each set passes; the first set's
+    answer where another was given fails, saying which inputs it was given."""
+    want, right = forward_results()
+    variants = (0, 1, 2) if at_call else (0, 0, 0, 1)
+    results = tuple(right[v] for v in variants)
+    seen = Observation(results=results, poisoned=(True, True, False), variants=variants,
+                       at_call=at_call)
+    assert checks.judge(impl_of(None), SPEC, seen, want).status == "pass"
+    stale = tuple(right[0] for _ in variants)
+    result = checks.judge(impl_of(None), SPEC, dataclasses.replace(seen, results=stale), want)
+    expected_start = ("given its inputs negated: " if at_call else
+                      "its inputs negated in place after it was built: ")
+    assert result.status == "fail" and result.reason.startswith(expected_start), result.reason
+    if at_call:     # the third set alone wrong: named as the reversed inputs
+        third = dataclasses.replace(seen, results=(right[0], right[1], right[0]))
+        reason = checks.judge(impl_of(None), SPEC, third, want).reason
+        assert reason.startswith("given its inputs reversed along the last axis"), reason
+
+
+def test_a_result_with_inputs_but_none_for_changed_inputs_is_an_error():
+    """An observation that claims no call on other inputs (a cut-short or forged one) never
+    passes: the judge asks for one."""
+    want, right = forward_results()
+    seen = Observation(results=(right[0], right[0]), poisoned=(False, False), variants=(0, 0))
+    result = checks.judge(impl_of(None), SPEC, seen, want)
+    assert (result.status, result.reason) == ("error", "returned no result for its inputs changed")
+    broke = dataclasses.replace(seen, error="RuntimeError: no", failed_call=3)
+    assert checks.judge(impl_of(None), SPEC, broke, want).reason == "RuntimeError: no"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness import implementations
-from harness.core import kinds
+from harness.core import handover, kinds
 from harness.core.convert import to_numpy
 
 #: Specs per implementation and the most elements one may have (a few minutes on 2 cores).
@@ -33,7 +33,7 @@ def first_difference(impl, spec) -> str | None:
     kind = kinds.named(impl.kind)
     work = kind.workload(impl.workload)
     args = work.arguments(spec, 2, 2)
-    out = impl.build(spec, *args)()
+    out = handover.bound(impl, spec, args)()
     got = np.stack([to_numpy(p) for p in out]) if work.parts else to_numpy(out)
     expected, allowed = work.expected(spec, args, kind.reference(spec), kind.tolerance(spec))
     if got.shape != expected.shape:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness import implementations, to_numpy
-from harness.core import inplace
+from harness.core import handover, inplace
 from harness.core.checks import check, compare
 from harness.core.kinds.rotary import RotarySpec, cache_reference, cache_tolerance
 from harness.core.kinds.rotary.apply import apply_expected, apply_inputs
@@ -46,8 +46,8 @@ SCALED = {
 def _callable(name: str, spec: RotarySpec, *args):
     """The zero-argument call verify makes (an in-place kernel's: fresh inputs, then the call)."""
     impl = ROTARY[name]
-    fn, wrong = inplace.calling(impl.build(spec, *args), inplace.declared_in_place(impl.forms_declared))
-    assert not wrong, wrong
+    fn = handover.bound(impl, spec, args)
+    assert callable(fn) and not isinstance(fn, inplace.InPlace), fn
     return fn
 
 
@@ -162,7 +162,8 @@ def test_recycled_outputs_are_fresh_while_held_and_reused_once_let_go(name):
     """A recycled result is never memory the caller still holds, and is the same memory again
     once the caller lets go (what spares the page faults)."""
     spec = RotarySpec(40, 16, offset=3)
-    fn = ROTARY[name].build(spec, *(apply_inputs(spec) if ROTARY[name].workload == "apply" else ()))
+    fn = handover.bound(ROTARY[name], spec,
+                        apply_inputs(spec) if ROTARY[name].workload == "apply" else ())
     first = fn()
     address = _address(first[0])
     second = fn()

@@ -52,6 +52,10 @@ class Backend:
     #: Triton, NVRTC): bench gives each implementation x dtype a worker process of its own,
     #: so that its first call is cold
     jit: bool = False
+    #: inputs(array, dtype, device): a NumPy input (a forward's x, an apply's q, k, positions) as
+    #: a fresh array of this backend on `device`, floats in the spec's `dtype`, made by the
+    #: harness outside any timed region (harness.core.handover); None: a NumPy copy
+    inputs: Optional[Callable[[np.ndarray, str, str], Any]] = None
 
     def missing(self) -> Optional[str]:
         """None when its modules import here, else which one is missing (without importing)."""

@@ -7,6 +7,7 @@ from typing import Any, Optional
 import numpy as np
 
 from harness.backends.base import Backend, Call
+from harness.backends.host import host_input
 
 
 def poison(x: Any) -> bool:
@@ -63,11 +64,19 @@ def capture(fn: Call, calls: int = 1) -> Call:
     return replay
 
 
+def inputs(arr: np.ndarray, dtype: str, device: str) -> Any:
+    """A NumPy input as a new device array: floats in the spec's dtype (float32 values for
+    bfloat16, which CuPy lacks)."""
+    import cupy
+
+    return cupy.asarray(host_input(arr, dtype, device))
+
+
 BACKEND = Backend(
     name="cupy", install="pip install cupy-cuda12x (or the wheel for your CUDA)",
     modules=("cupy",),
     distributions={"cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")},
     array_modules=("cupy", "cupy_backends"), to_numpy=lambda x: x.get(), poison=poison,
     peak={"cuda": pool_peak}, cuda=cuda, capture=capture,
-    jit=True,
+    jit=True, inputs=inputs,
 )

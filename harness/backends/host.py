@@ -9,6 +9,8 @@
   reuses from its own pool does not, so it is a lower bound on what the call used.
 - `rss-delta` where that reset is not possible: resident memory after the call,
   result still alive, minus before; it misses temporaries freed within the call.
+
+And `host_input`: the inputs a host backend's implementation is handed (NumPy copies).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import functools
 import tracemalloc
 from pathlib import Path
+
+import numpy as np
 
 from harness.backends.base import Call
 
@@ -86,3 +90,11 @@ def resident_peak(fn: Call) -> tuple[int, str]:
     if can_reset_peak():
         return _rss_peak(fn), "rss-peak"
     return _rss_delta(fn), "rss-delta"
+
+
+def host_input(arr: np.ndarray, dtype: str, device: str) -> np.ndarray:
+    """A fresh NumPy copy: float inputs in `dtype` (float32 values for bfloat16, which NumPy
+    lacks), integer ones as they are."""
+    if arr.dtype.kind == "f":
+        return np.array(arr, dtype=np.float32 if dtype == "bfloat16" else dtype)
+    return np.array(arr)

@@ -61,10 +61,17 @@ def wait(out: Any) -> Any:
     return jax.block_until_ready(out)
 
 
+def inputs(arr: np.ndarray, dtype: str, device: str) -> Any:
+    """A NumPy input as a new array on JAX's default device: floats in the spec's dtype."""
+    import jax.numpy as jnp
+
+    return jnp.array(arr, dtype=getattr(jnp, dtype) if arr.dtype.kind == "f" else arr.dtype)
+
+
 BACKEND = Backend(
     name="jax", install="pip install 'pe-harness[jax]'", modules=("jax",),
     distributions={"jax": ("jax",), "jaxlib": ("jaxlib",)},
     array_modules=("jax", "jaxlib"), to_numpy=np.asarray, pin_threads=pin_threads, wait=wait,
     peak={"cpu": resident_peak, "cuda": cuda_driver.free_memory_peak}, cuda=cuda,
-    jit=True,
+    jit=True, inputs=inputs,
 )

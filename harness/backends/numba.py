@@ -1,7 +1,11 @@
 """Numba on the CPU: returns NumPy arrays (NumPy converts and poisons them); its own pool."""
 
+from typing import Any
+
+import numpy as np
+
 from harness.backends.base import Backend
-from harness.backends.host import tracemalloc_peak
+from harness.backends.host import host_input, tracemalloc_peak
 
 
 def pin_threads(threads: int) -> str:
@@ -11,6 +15,18 @@ def pin_threads(threads: int) -> str:
     return f"numba threads={numba.get_num_threads()}"
 
 
+def inputs(arr: np.ndarray, dtype: str, device: str) -> Any:
+    """NumPy copies, as a host backend's; bfloat16 floats, which NumPy cannot hold, as a torch
+    bfloat16 tensor (what its bfloat16 kernels return too), float32 values without torch."""
+    if dtype == "bfloat16" and arr.dtype.kind == "f":
+        try:
+            import torch
+        except ImportError:
+            return host_input(arr, dtype, device)
+        return torch.from_numpy(np.array(arr, dtype=np.float32)).to(torch.bfloat16)
+    return host_input(arr, dtype, device)
+
+
 BACKEND = Backend(name="numba", install="pip install 'pe-harness[numba]'", modules=("numba",),
                   distributions={"numba": ("numba",)}, pin_threads=pin_threads,
-                  peak={"cpu": tracemalloc_peak}, jit=True, runtime_threads=True)
+                  peak={"cpu": tracemalloc_peak}, jit=True, runtime_threads=True, inputs=inputs)

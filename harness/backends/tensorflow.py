@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -58,9 +59,19 @@ def pin_threads(threads: int) -> str:
             f"inter={threading.get_inter_op_parallelism_threads()}")
 
 
+def inputs(arr: np.ndarray, dtype: str, device: str) -> Any:
+    """A NumPy input as a new tensor: floats in the spec's dtype, integers int64."""
+    import tensorflow as tf
+
+    if arr.dtype.kind != "f":
+        return tf.constant(arr, dtype=tf.int64)
+    return tf.cast(tf.constant(arr), getattr(tf, dtype))
+
+
 BACKEND = Backend(
     name="tensorflow", install="pip install 'pe-harness[tensorflow]'", modules=("tensorflow",),
     distributions={"tensorflow": ("tensorflow", "tensorflow-cpu")},
     array_modules=("tensorflow",), to_numpy=lambda x: np.asarray(x.numpy()),
     pin_threads=pin_threads, peak={"cpu": resident_peak}, prepare=import_quietly,
+    inputs=inputs,
 )

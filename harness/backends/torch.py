@@ -17,6 +17,15 @@ def to_numpy(x: Any) -> np.ndarray:
     return t.cpu().numpy()
 
 
+def inputs(arr: np.ndarray, dtype: str, device: str) -> Any:
+    """A NumPy input as a new tensor on `device`: floats in the spec's dtype, integers int64."""
+    import torch
+
+    tensor = torch.from_numpy(np.array(arr))
+    want = getattr(torch, dtype) if arr.dtype.kind == "f" else torch.int64
+    return tensor.to(device=device, dtype=want)
+
+
 def poison(x: Any) -> bool:
     import torch
 
@@ -85,5 +94,5 @@ BACKEND = Backend(
     name="torch", install="pip install 'pe-harness[torch]'", modules=("torch",),
     distributions={"torch": ("torch",)},
     array_modules=("torch",), to_numpy=to_numpy, poison=poison, pin_threads=pin_threads,
-    peak={"cpu": resident_peak, "cuda": cuda_peak}, cuda=cuda, capture=capture,
+    peak={"cpu": resident_peak, "cuda": cuda_peak}, cuda=cuda, capture=capture, inputs=inputs,
 )

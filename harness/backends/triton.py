@@ -7,6 +7,6 @@ from harness.backends.base import Backend
 BACKEND = Backend(
     name="triton", modules=("triton", "torch"), distributions={"triton": ("triton",)},
     peak={"cuda": torch_backend.cuda_peak}, cuda=torch_backend.cuda,
-    capture=torch_backend.capture,
+    capture=torch_backend.capture, inputs=torch_backend.inputs,
     jit=True,
 )

@@ -159,6 +159,9 @@ class Outcome:
     #: for a workload with inputs: a call's values at those places after the inputs its factory
     #: was given were negated in place, after the timed rounds (harness.bench.fingerprint)
     moved: tuple[float, ...] = ()
+    #: for a workload with inputs: "call" when its callable took them at every call (converted
+    #: by the harness, harness.core.handover), "build" when its factory took them (deprecated)
+    inputs_at: str = ""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

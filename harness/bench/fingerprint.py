@@ -29,7 +29,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from harness.bench.cells import Cell
-from harness.core import kinds
+from harness.core import handover, kinds
 from harness.core.checks import error_ratio
 
 #: The run's sample seed, set by the supervisor for its workers.
@@ -70,22 +70,10 @@ def sample(values: Optional[np.ndarray], seed: Optional[int]) -> tuple[float, ..
     return tuple(float(v) for v in flat[indices(flat.size, seed)])
 
 
-def negate_inputs(args: tuple) -> bool:
-    """Negate, in place, the floating-point NumPy inputs a factory was given (x; q and k; never
-    integer positions); whether there were any. An implementation that computes from its inputs
-    at call time follows them; one that computed its answer at build time, or copied its inputs
-    there, does not."""
-    changed = False
-    for arg in args:
-        if isinstance(arg, np.ndarray) and arg.dtype.kind == "f" and arg.flags.writeable:
-            np.negative(arg, out=arg)
-            changed = True
-    return changed
-
-
 def negated(args: tuple) -> tuple:
-    """`args` as `negate_inputs` leaves them (new arrays)."""
-    return tuple(-a if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args)
+    """`args` with every float input negated (new arrays; integer position ids as they are): the
+    inputs of the call bench makes after the timed rounds (harness.core.handover)."""
+    return handover.variant(args, handover.NEGATED)
 
 
 #: The flag of a cell whose result did not follow its inputs (harness.runs.flags).
@@ -110,7 +98,13 @@ class Judge:
 
     def problem(self, row: Mapping[str, Any]) -> str:
         """Why a row timed ok holds values other than the reference's ('' when they are
-        within tolerance, or when nothing was sampled)."""
+        within tolerance, or when nothing was sampled): its first or a timed call's, or, for an
+        implementation handed its inputs at every call, a call's given other inputs after the
+        timed rounds (a result computed once and handed back does not follow them)."""
+        if row.get("inputs_at") == "call" and not self._follows(row):
+            return ("given other inputs (negated) after the timed rounds, it returned values "
+                    "other than theirs: a result computed once and handed back, not computed "
+                    "from its inputs; judged where no implementation runs")
         sampled = row.get("sampled") or ()
         cell = _judged(row, sampled)
         if cell is None:
@@ -127,17 +121,23 @@ class Judge:
                         "wrong values, judged where no implementation runs")
         return ""
 
-    def inputs_flag(self, row: Mapping[str, Any]) -> str:
-        """'inputs: ...' when a row timed ok returned, after its inputs were negated in place,
-        values other than those inputs' expected result (its timing may be of a copy made at
-        build time: never recommended); '' otherwise."""
+    def _follows(self, row: Mapping[str, Any]) -> bool:
+        """Whether a row's call after the timed rounds, on negated inputs, returned their
+        expected result (True when nothing was sampled: a graph-mode or too large cell)."""
         moved = row.get("moved") or ()
         cell = _judged(row, moved)
         if cell is None:
-            return ""
+            return True
         expected, allowed = self._expected(cell, negated)
         got = np.asarray(moved, dtype=np.float64)
-        if got.shape == expected.shape and not error_ratio(got, expected, allowed).reason:
+        return got.shape == expected.shape and not error_ratio(got, expected, allowed).reason
+
+    def inputs_flag(self, row: Mapping[str, Any]) -> str:
+        """'inputs: ...' when a row timed ok of an implementation given its inputs at build
+        time (deprecated) returned, after they were negated in place, values other than those
+        inputs' expected result (its timing may be of a copy made at build time: never
+        recommended); '' otherwise."""
+        if row.get("inputs_at") == "call" or self._follows(row):
             return ""
         return (f"{INPUTS_FLAG}its result did not follow its inputs, negated in place after the "
                 "timed rounds: it computed its answer, or copied its inputs, at build time, so "

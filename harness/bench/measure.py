@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from harness.bench import contention, fingerprint, modes, peak, validity
 from harness.bench.cells import Cell, Outcome, thin
 from harness.bench.settings import Timing
-from harness.core import inplace
+from harness.core import handover, inplace
 from harness.core.checks import poison
 from harness.core.registry import Implementation
 
@@ -56,15 +56,19 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
     try:
         spec = cell.spec()
         args = cell.work.arguments(spec, cell.batch, cell.heads)
+        at_call = bool(args) and not cell.is_roof and impl.inputs_at_call
         start = time.perf_counter()
-        built = impl.build(spec, *args)
+        built = impl.build(spec) if at_call else impl.build(spec, *args)
         done["build_s"] = time.perf_counter() - start
         stage = "setup check"
-        fn, fresh, wrong = _timed_call(impl, built)
+        hands = Hands(impl, spec, args) if at_call else None
+        fn, fresh, wrong = _timed_call(impl, built, hands)
         if wrong:
             return _outcome("invalid", wrong, samples, meter, done)
-        done["retains_bytes"] = validity.retained_bytes(fn)      # before any call
-        before = validity.reachable_ids(fn)
+        done["inputs_at"] = "call" if at_call else "build" if args and not cell.is_roof else ""
+        kept = built if at_call else fn   # what it keeps, not the inputs the harness holds
+        done["retains_bytes"] = validity.retained_bytes(kept)      # before any call
+        before = validity.reachable_ids(kept)
         call = modes.synced(fn, cell.device, cell.backend)
         samples.append(meter())
         stage = "first call"
@@ -78,7 +82,8 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
             seed = fingerprint.worker_seed()
             sampled = [fingerprint.sample(values, seed)]
             poisoned = poison(first)
-            kept = sum(poison(a) for a in validity.kept_since(fn, cell, before))
+            kept = sum(poison(a) for a in validity.kept_since(built if at_call else fn, cell,
+                                                               before))
             stage = "warm call"
             _refresh(fresh, cell)
             start = time.perf_counter()
@@ -120,7 +125,10 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
             return _outcome("invalid", wrong, samples, meter, done)
         done["sampled"] = tuple(s for s in (*sampled, fingerprint.sample(timed_values, seed)) if s)
         stage = "inputs changed"
-        if cell.mode != "graph" and not cell.is_roof and fingerprint.negate_inputs(args):
+        if cell.mode != "graph" and hands is not None:   # other inputs, converted untimed
+            hands.change(handover.NEGATED)
+            done["moved"] = fingerprint.sample(validity.first_values(call(), cell), seed)
+        elif cell.mode != "graph" and not cell.is_roof and handover.negate_in_place(args):
             _refresh(fresh, cell)     # one more call: its result must follow its inputs
             done["moved"] = fingerprint.sample(validity.first_values(call(), cell), seed)
     except modes.NotCapturable as exc:
@@ -137,13 +145,42 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
                          samples_s=thin(v / per for v in stats.data)))
 
 
-def _timed_call(impl: Implementation, built: Any) -> tuple[Any, Any, str]:
+class Hands:
+    """A call-time implementation's inputs (harness.core.handover), converted to its backend
+    outside the timed region: the same set every round, or for an in-place kernel a fresh one
+    before each round (`fresh`)."""
+
+    def __init__(self, impl: Implementation, spec: Any, args: tuple) -> None:
+        self.impl, self.spec, self.args = impl, spec, args
+        self.variant = 0
+        self.handed = self._convert()
+
+    def _convert(self) -> tuple:
+        return handover.convert(handover.variant(self.args, self.variant), self.impl.backend,
+                                self.spec.dtype, self.impl.device)
+
+    def fresh(self) -> None:
+        self.handed = self._convert()
+
+    def change(self, variant: int) -> None:
+        """Hand over another input set from now on."""
+        self.variant = variant
+        self.fresh()
+
+    def calling(self, fn: Callable[..., Any]) -> Callable[[], Any]:
+        return lambda: fn(*self.handed)
+
+
+def _timed_call(impl: Implementation, built: Any, hands: Optional[Hands] = None
+                ) -> tuple[Any, Any, str]:
     """(what is timed, the untimed reset before each call or None, "") from what the factory
     returned; ("", None, why) when that does not match the in-place declaration."""
     in_place = inplace.declared_in_place(impl.forms_declared)
-    _, wrong = inplace.calling(built, in_place)
+    _, wrong = inplace.calling(built, in_place, hands is not None)
     if wrong:
         return None, None, wrong
+    if hands is not None:
+        return hands.calling(built), hands.fresh if in_place else None, ""
     return (built.call, built.reset, "") if in_place else (built, None, "")
 
 

@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Any, Optional
 
-from harness.core import isolate, wire
+from harness.core import handover, isolate, wire
 from harness.core.catalog import Entry
 from harness.core.checks import Check, expect, judge
 from harness.core.observe import Observation
@@ -92,5 +92,6 @@ def serve() -> None:
             impl, spec, args, seen = _read(source)
         except EOFError:
             return
-        check = judge(impl, spec, seen, lambda: expect(impl.workload, spec, args))
+        check = judge(impl, spec, seen,
+                      lambda n=0: expect(impl.workload, spec, handover.variant(args, n)))
         _write(sink, pickle.dumps(check, protocol=pickle.HIGHEST_PROTOCOL))

@@ -86,7 +86,8 @@ def describe(result: Check) -> str:
 
 def _wrap(fn: Callable[..., Any], spec: Any, workload: Optional[str],
           name: Optional[str]) -> Implementation:
-    """A one-off Implementation whose factory hands back `fn` (bound to its inputs, if any)."""
+    """A one-off Implementation whose factory hands back `fn` (given its inputs, if any, at
+    every call: harness.core.handover)."""
     try:
         kind = kinds.of(spec)
     except TypeError:
@@ -97,8 +98,8 @@ def _wrap(fn: Callable[..., Any], spec: Any, workload: Optional[str],
     work = kind.workload(workload or kind.workloads[0].name)
     label = name or getattr(fn, "__qualname__", None) or type(fn).__name__
 
-    def build(_spec: Any, *inputs: Any) -> Callable[[], Any]:
-        return (lambda: fn(*inputs)) if work.inputs is not None else fn
+    def build(_spec: Any) -> Callable[..., Any]:   # a workload's inputs come at every call
+        return fn
 
     return Implementation(name=label, backend=BACKEND, device="cpu", build=build,
                           supports_fn=lambda _spec: None, workload=work.name, kind=kind.name,

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from harness.core import contract, kinds
+from harness.core import contract, handover, kinds
 from harness.core.contract import eps
 from harness.core.observe import (Observation, Returned, observe, plan, poison, same_buffer,
                                    snapshot)
@@ -237,11 +237,13 @@ def expect(workload: str, spec: Any, args: tuple) -> Expectation:
                        work.inputs is not None)
 
 
-def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectation]) -> Check:
+def judge(impl: Any, spec: Any, seen: Observation, want: Callable[..., Expectation]) -> Check:
     """The verdict on what `impl` did (`seen`): the first result within tolerance, the second
-    fresh after the first was poisoned, the third written after both poisoned ones were let go.
-    `want` is called only when there is a result to compare. A pass is graded by the contract
-    every result met (harness.core.contract)."""
+    fresh after the first was poisoned, the third written after both poisoned ones were let go;
+    for a workload with inputs, a result computed from changed inputs follows them
+    (harness.core.handover). `want(variant=0)` is the expectation for an input set, called only
+    when there is a result to compare. A pass is graded by the contract every result met
+    (harness.core.contract)."""
     graded: list[str] = []
 
     def verdict(status: str, reason: str = "", comparison: Optional[Comparison] = None) -> Check:
@@ -256,11 +258,6 @@ def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectatio
         return Check(impl.name, impl.backend, impl.device, impl.workload, spec, status,
                      reason, seconds=_seconds(seen), grade=grade, **extra)
 
-    def judged(out: Any) -> Comparison:
-        result = case.compare(out)
-        graded.append(result.grade)
-        return result
-
     if not isinstance(seen, Observation):
         return verdict("error", f"its process sent a {type(seen).__name__}, not an observation")
     if seen.skip:
@@ -268,12 +265,19 @@ def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectatio
     if seen.mismatch:               # the factory's result contradicts the declaration
         return verdict("fail", seen.mismatch)
     results, poisoned = tuple(seen.results), tuple(seen.poisoned)
+    variants = tuple(seen.variants) + (0,) * (len(results) - len(seen.variants))
     if seen.error and seen.failed_call <= 1:
         return verdict("error", seen.error)
     if not results:
         return verdict("error", "returned no result")
     case = want()
-    first = judged(results[0])
+
+    def judged(index: int) -> Comparison:
+        result = (want(variants[index]) if variants[index] else case).compare(results[index])
+        graded.append(result.grade)
+        return result
+
+    first = judged(0)
     if first.reason:
         return verdict("fail", f"{first.reason} ({case.case})" if case.case else first.reason, first)
     if seen.wrote_inputs:
@@ -285,23 +289,54 @@ def judge(impl: Any, spec: Any, seen: Observation, want: Callable[[], Expectatio
     if not poisoned[0] and seen.same_buffer:
         return verdict("fail", "returned the same buffer twice: a cached result, not a builder",
                        first)
-    again = judged(results[1])
+    again = judged(1)
     if again.reason:
+        if variants[1]:
+            return verdict("fail", f"{_other_inputs(variants[1])}: {again.reason} (a result "
+                           "computed once and handed back, not computed from its inputs)", again)
         why = "after poisoning the first result: " if poisoned[0] else "second call: "
         hint = " (a cached result, not a builder)" if poisoned[0] and "NaN" in again.reason else ""
         if not hint and case.inputs:       # right the first time, wrong on the same inputs
             hint = " (the first call was right: did it write into its own copy of the inputs?)"
         return verdict("fail", why + again.reason + hint, again)
-    if not (len(poisoned) >= 2 and poisoned[0] and poisoned[1]):
+    if len(poisoned) >= 2 and poisoned[0] and poisoned[1]:
+        if seen.error and seen.failed_call == 3:
+            return verdict("error", "third call: " + seen.error, first)
+        if len(results) < 3:
+            return verdict("error", "the third call returned no result", first)
+        last = judged(2)
+        if last.reason and variants[2]:
+            return verdict("fail", f"{_other_inputs(variants[2])}: {last.reason}", last)
+        if last.reason:
+            return verdict("fail", "after letting two poisoned results go: " + last.reason
+                           + " (reused memory without writing it)", last)
+    if case.inputs:
+        return _followed(verdict, judged, seen, variants, first)
+    return verdict("pass", "", first)
+
+
+def _other_inputs(variant: int) -> str:
+    return {1: "given its inputs negated", 2: "given its inputs reversed along the last axis "
+            "and the position ids rolled"}.get(variant, f"given input set {variant}")
+
+
+def _followed(verdict: Callable[..., Check], judged: Callable[[int], Comparison],
+              seen: Observation, variants: tuple[int, ...], first: Comparison) -> Check:
+    """A workload with inputs passes only once a result computed from changed inputs followed
+    them: a call-time implementation's second call (judged already), or a build-time one's last
+    call, after its inputs were negated in place."""
+    changed = [i for i, v in enumerate(variants) if v == handover.NEGATED]
+    if not changed:
+        return verdict("error", seen.error or "returned no result for its inputs changed", first)
+    index = changed[0]
+    if seen.at_call or index < 2:
         return verdict("pass", "", first)
-    if seen.error:
-        return verdict("error", "third call: " + seen.error, first)
-    if len(results) < 3:
-        return verdict("error", "the third call returned no result", first)
-    last = judged(results[2])
-    if last.reason:
-        return verdict("fail", "after letting two poisoned results go: " + last.reason
-                       + " (reused memory without writing it)", last)
+    moved = judged(index)
+    if moved.reason:
+        return verdict("fail", "its inputs negated in place after it was built: " + moved.reason
+                       + " (it computed its answer, or copied its inputs, at build time; a "
+                       "factory that takes the spec only and returns fn(*inputs) is handed them "
+                       "at every call)", moved)
     return verdict("pass", "", first)
 
 
@@ -324,9 +359,15 @@ def check(impl: Implementation, spec: Any, timeout_s: float = 120.0) -> Check:
     if decided is not None:
         return judge(impl, spec, decided, _never)
     args = inputs(impl.workload, spec)
-    want = expect(impl.workload, spec, args)   # before the call: an in-place kernel changes args
-    return judge(impl, spec, observe(impl, spec, args, timeout_s), lambda: want)
+    wants: dict[int, Expectation] = {}
+
+    def want(variant: int = 0) -> Expectation:   # observe hands over copies: args stay as drawn
+        if variant not in wants:
+            wants[variant] = expect(impl.workload, spec, handover.variant(args, variant))
+        return wants[variant]
+
+    return judge(impl, spec, observe(impl, spec, args, timeout_s), want)
 
 
-def _never() -> Expectation:
+def _never(variant: int = 0) -> Expectation:
     raise AssertionError("a skipped case has nothing to compare")

@@ -7,6 +7,9 @@ call)`: `reset()` puts a fresh copy of its inputs into the arrays it owns, `call
 work there and returns the arrays it wrote. verify calls `reset` before every call and judges
 what `call` returned; bench calls it before every timed round, outside the timed region.
 
+A call-time kernel (a factory taking the spec only, harness.core.handover) needs none of this:
+the harness hands every call fresh inputs, and it rotates them where they lie.
+
 The declaration is checked, not trusted: an in-place declaration whose factory returns a plain
 callable, or the converse, is a failed case with the reason; and `written` finds an
 out-of-place implementation that wrote into the inputs it was given.
@@ -39,9 +42,16 @@ def declared_in_place(forms: Any) -> bool:
     return bool(getattr(forms, "in_place", False))
 
 
-def calling(built: Any, in_place: bool) -> tuple[Optional[Callable[[], Any]], str]:
-    """(the zero-argument callable verify judges, "") or (None, why the factory's result does not
-    match the declaration)."""
+def calling(built: Any, in_place: bool, at_call: bool = False
+            ) -> tuple[Optional[Callable[..., Any]], str]:
+    """(the callable verify judges, "") or (None, why the factory's result does not match the
+    declaration). A call-time implementation (harness.core.handover) is handed fresh inputs by
+    the harness every call, so an in-place one returns a plain callable that writes into them."""
+    if at_call:
+        if isinstance(built, InPlace) or not callable(built):
+            return None, (f"its factory took the spec only, so it returns fn(*inputs) (an "
+                          f"in-place one writing into them), not {type(built).__name__}")
+        return built, ""
     if in_place:
         if isinstance(built, InPlace):
             return built.fresh_call, ""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from harness.core import isolate
+from harness.core import handover, isolate
 from harness.core.checks import Check, Expectation, expect, inputs, judge
 from harness.core.observe import Observation, Plan, observe_all
 from harness.core.registry import Implementation
@@ -56,18 +56,19 @@ class _Cases:
     def __init__(self, specs: tuple[Any, ...]) -> None:
         self.specs = specs
         self._inputs: dict[str, tuple[tuple, ...]] = {}
-        self._expected: dict[tuple[str, int], Expectation] = {}
+        self._expected: dict[tuple[str, int, int], Expectation] = {}
 
     def inputs(self, workload: str) -> tuple[tuple, ...]:
         if workload not in self._inputs:
             self._inputs[workload] = tuple(_inputs_or_none(workload, s) for s in self.specs)
         return self._inputs[workload]
 
-    def expectation(self, workload: str, index: int) -> Expectation:
-        key = (workload, index)
+    def expectation(self, workload: str, index: int, variant: int = 0) -> Expectation:
+        key = (workload, index, variant)
         if key not in self._expected:
             spec = self.specs[index]
-            self._expected[key] = expect(workload, spec, self.inputs(workload)[index])
+            given = handover.variant(self.inputs(workload)[index], variant)
+            self._expected[key] = expect(workload, spec, given)
         return self._expected[key]
 
     def judge(self, impl: Implementation, rows: list) -> list[Check]:

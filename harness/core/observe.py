@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import numpy as np
 
 from harness import backends
-from harness.core import inplace, kinds
+from harness.core import handover, inplace, kinds
 from harness.core.convert import dtype_name, to_numpy
 from harness.util.deadline import CallTimeout, call_with_deadline
 
@@ -49,6 +49,10 @@ class Observation:
     mismatch: str = ""
     #: the inputs an out-of-place implementation wrote into during its first call
     wrote_inputs: tuple[str, ...] = ()
+    #: which input set (harness.core.handover.variant) each result was computed from
+    variants: tuple[int, ...] = ()
+    #: its callable took the inputs at call time (False: at build time, or none)
+    at_call: bool = False
 
 
 def snapshot(out: Any) -> Returned:
@@ -113,43 +117,90 @@ def plan(impl: Any, specs: Sequence[Any], timeout_s: float) -> Plan:
 
 
 def observe(impl: Any, spec: Any, args: tuple, timeout_s: float) -> Observation:
-    """Build, call, poison, call again, let go, call a third time; every result copied.
+    """Build, call, poison, call again, let go, call a third time; every result copied. A
+    call-time implementation gets a fresh input set per call (harness.core.handover); a
+    build-time one has its inputs negated in place after these calls, and is called once more.
     Never raises for the implementation's faults (SystemExit included)."""
     start = time.perf_counter()
+    at_call = bool(args) and impl.inputs_at_call
     given = args
     args = tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)   # its own inputs
-    built, why = guarded(lambda: impl.build(spec, *args), timeout_s)
+    built, why = guarded(lambda: impl.build(spec) if at_call else impl.build(spec, *args),
+                         timeout_s)
     if why:
         return Observation(error=why, failed_call=0, seconds=time.perf_counter() - start)
     in_place = inplace.declared_in_place(getattr(impl, "forms_declared", None))
-    fn, mismatch = inplace.calling(built, in_place)
+    fn, mismatch = inplace.calling(built, in_place, at_call)
     if mismatch:
         return Observation(mismatch=mismatch, seconds=time.perf_counter() - start)
+    hand = _Hands(impl, spec, given, at_call)
     wrote: tuple[str, ...] = ()
     results: list[Returned] = []
     poisoned: list[bool] = []
     held: list[Any] = []
     same = False
+
+    def seen(**extra: Any) -> Observation:
+        return Observation(results=tuple(results), poisoned=tuple(poisoned), same_buffer=same,
+                           seconds=time.perf_counter() - start, wrote_inputs=wrote,
+                           variants=hand.variants[:len(results)], at_call=at_call, **extra)
+
     for call in (1, 2, 3):
         if call == 3 and not all(poisoned):      # nothing to learn from reused memory
             break
         if call == 3:
             held.clear()                         # let both poisoned results go
             out = None
-        out, why = guarded(fn, timeout_s)
+        handed = hand.inputs(call - 1)
+        before = hand.read(handed) if call == 1 and at_call and not in_place else ()
+        out, why = guarded(lambda: fn(*handed), timeout_s)
         if why:
-            return Observation(error=why, failed_call=call, results=tuple(results),
-                               poisoned=tuple(poisoned), same_buffer=same,
-                               seconds=time.perf_counter() - start)
+            return seen(error=why, failed_call=call)
         results.append(snapshot(out))
         if call == 1 and not in_place:
-            wrote = inplace.written(given, args, _input_names(impl, spec))
+            wrote = hand.written(before, handed, args, _input_names(impl, spec))
         if call == 2 and not poisoned[0]:
             same = same_buffer(held[0], out)
         poisoned.append(call < 3 and (call == 1 or poisoned[0]) and poison(out))
         held.append(out)
-    return Observation(results=tuple(results), poisoned=tuple(poisoned), same_buffer=same,
-                       seconds=time.perf_counter() - start, wrote_inputs=wrote)
+    if given and not at_call and handover.negate_in_place(args):   # must follow its inputs
+        hand.variants = (0,) * len(results) + (handover.NEGATED,)
+        out, why = guarded(fn, timeout_s)
+        if why:
+            return seen(error=why, failed_call=len(results) + 1)
+        results.append(snapshot(out))
+    return seen()
+
+
+class _Hands:
+    """The inputs each call is handed: for a call-time implementation a fresh set per call,
+    converted to its backend (variants 0, 1, 2); for a build-time one, nothing (it has its own)."""
+
+    def __init__(self, impl: Any, spec: Any, given: tuple, at_call: bool) -> None:
+        self.impl, self.spec, self.given, self.at_call = impl, spec, given, at_call
+        self.variants: tuple[int, ...] = (tuple(range(handover.VARIANTS)) if at_call
+                                          else (0,) * 3)
+
+    def inputs(self, index: int) -> tuple:
+        if not self.at_call:
+            return ()
+        return handover.convert(handover.variant(self.given, self.variants[index]),
+                                self.impl.backend, self.spec.dtype, self.impl.device)
+
+    def written(self, before: tuple, handed: tuple, own: tuple, names: tuple[str, ...]
+                ) -> tuple[str, ...]:
+        """The inputs an out-of-place implementation wrote into during its first call: its own
+        copies of the NumPy inputs (build time), or what it was handed (`before` the call)."""
+        if not self.at_call:
+            return inplace.written(self.given, own, names)
+        return inplace.written(before, self.read(handed), names)
+
+    def read(self, handed: tuple) -> tuple:
+        """Copies of the handed inputs' values as NumPy (() when they cannot be read back)."""
+        try:
+            return tuple(np.array(to_numpy(h)) for h in handed)
+        except Exception:
+            return ()
 
 
 def _input_names(impl: Any, spec: Any) -> tuple[str, ...]:

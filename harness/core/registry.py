@@ -1,10 +1,12 @@
 """The plugin registry: what implementations exist, what they support, whether they run here.
 
-An implementation is a factory `build(spec) -> zero-argument callable`. The
-factory does the untimed setup (imports, JIT compilation, device transfer);
-the callable it returns is what verify checks and bench times. A `forward`
-implementation's factory also takes `x` (NumPy, `[batch, length, d_model]`)
-and its callable returns `x + PE`.
+An implementation is a factory `build(spec) -> callable`. The factory does the
+untimed setup (imports, JIT compilation, device transfer); the callable it
+returns is what verify checks and bench times. For a table it takes no
+argument; for a workload with inputs it takes them at every call (a `forward`'s
+`fn(x) -> x + PE`, an apply's `fn(q, k, positions)`), handed over by the harness
+in the backend's arrays (harness.core.handover). A factory that takes the inputs
+after the spec and returns a zero-argument callable is the deprecated older form.
 
 Backends are optional: a module that registers a torch implementation must
 import torch inside its factory, so that a machine without torch lists the
@@ -23,12 +25,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Optional
 
 from harness import backends
-from harness.core import kinds
+from harness.core import handover, kinds
 from harness.core.kinds.table.supports import Supports
 from harness.util.exitcodes import UsageError
 
 SupportsFn = Callable[[Any], Optional[str]]
-Factory = Callable[..., Callable[[], Any]]
+Factory = Callable[..., Callable[..., Any]]
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,13 @@ class Implementation:
             return self.forms
         form_type = kinds.named(self.kind).workload(self.workload).forms
         return form_type() if form_type is not None else None
+
+    @property
+    def inputs_at_call(self) -> bool:
+        """Its callable takes its workload's inputs at every call (the factory takes the spec
+        only); False for a workload without inputs, and for the deprecated build-time form."""
+        work = kinds.named(self.kind).workload(self.workload)
+        return work.inputs is not None and handover.at_call(self.build)
 
     def supports(self, spec: Any) -> Optional[str]:
         """None when `spec` is supported, else the reason it is not (a spec of another kind

@@ -83,9 +83,3 @@ def float32_angles(layout: str, why: str) -> RotarySupports:
     return RotarySupports(dtypes=HALVES_AND_F32, layouts=(layout,), why_dtypes=why)
 
 
-def torch_qk(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
-    """q and k as torch tensors in the spec's dtype, and the positions as an int64 tensor."""
-    import torch
-
-    dtype = torch_dtype(spec.dtype)
-    return torch.from_numpy(q).to(dtype), torch.from_numpy(k).to(dtype), torch.from_numpy(positions)

@@ -56,7 +56,7 @@ def _keras_rope_type(spec: RotarySpec) -> Optional[str]:
 @register(name="keras-hub-rope-apply", backend="tensorflow", workload="apply", library="keras-hub",
           requires=("keras_hub",), supports=LibrarySupports("keras-hub", float32_angles(
               "half", "positions, frequencies and angles are float32"), (_keras_rope_type, float32_positions)))
-def build_keras_hub_rope(spec: RotarySpec, q, k, positions):
+def build_keras_hub_rope(spec: RotarySpec):
     """RotaryEmbedding(max_wavelength=base, scaling_factor=factor, rope_type, yarn fields,
     sequence_axis=2)(x[..., :rot], positions=positions), concatenated with the unrotated rest
     as keras-hub's GPT-NeoX attention does; q and k are [batch, heads, seq, head_dim]."""
@@ -69,12 +69,11 @@ def build_keras_hub_rope(spec: RotarySpec, q, k, positions):
         beta_fast=spec.beta_fast, beta_slow=spec.beta_slow, truncate=spec.truncate,
         original_max_position_embeddings=spec.original_max_position_embeddings or 4096,
         sequence_axis=2, dtype=spec.dtype)
-    qx, kx = tf.cast(q, spec.dtype), tf.cast(k, spec.dtype)
-    position_ids, rot = tf.constant(positions), spec.rot
+    rot = spec.rot
 
-    def rotate(x):
+    def rotate(x, positions):
         if rot == x.shape[-1]:
-            return layer(x, positions=position_ids)
-        return tf.concat([layer(x[..., :rot], positions=position_ids), x[..., rot:]], axis=-1)
+            return layer(x, positions=positions)
+        return tf.concat([layer(x[..., :rot], positions=positions), x[..., rot:]], axis=-1)
 
-    return lambda: (rotate(qx), rotate(kx))
+    return lambda q, k, positions: (rotate(q, positions), rotate(k, positions))

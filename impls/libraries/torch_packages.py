@@ -13,7 +13,7 @@ from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
 from harness import RotarySupports
-from ._common import even_width, LibrarySupports, no_offset, torch_dtype, torch_qk, two_pairs
+from ._common import even_width, LibrarySupports, no_offset, torch_dtype, two_pairs
 
 F32_AND_HALVES = ("float16", "bfloat16", "float32")
 INTERLEAVED = RotarySupports(dtypes=F32_AND_HALVES, layouts=("interleaved",),
@@ -97,7 +97,7 @@ def build_whisper_sinusoids(spec: Spec):
 @register(name="rotary-embedding-torch-apply", backend="torch", workload="apply",
           library="rotary-embedding-torch", requires=("rotary_embedding_torch",),
           supports=LibrarySupports("rotary-embedding-torch", INTERLEAVED, (_default_or_linear,)))
-def build_rotary_embedding_torch(spec: RotarySpec, q, k, positions):
+def build_rotary_embedding_torch(spec: RotarySpec):
     """freqs = RotaryEmbedding(rot, theta=base, interpolate_factor=factor)(positions / factor),
     then apply_rotary_emb(freqs, q) and (freqs, k): interleaved, rotates the first rot dims.
 
@@ -108,12 +108,11 @@ def build_rotary_embedding_torch(spec: RotarySpec, q, k, positions):
     from rotary_embedding_torch import RotaryEmbedding, apply_rotary_emb
 
     module = RotaryEmbedding(spec.rot, theta=spec.base, interpolate_factor=spec.factor)
-    qx, kx, position_ids = torch_qk(spec, q, k, positions)
 
     @torch.no_grad()
-    def apply():
-        freqs = module(position_ids / module.interpolate_factor)
-        return apply_rotary_emb(freqs, qx), apply_rotary_emb(freqs, kx)
+    def apply(q, k, positions):
+        freqs = module(positions / module.interpolate_factor)
+        return apply_rotary_emb(freqs, q), apply_rotary_emb(freqs, k)
 
     return apply
 
@@ -121,21 +120,18 @@ def build_rotary_embedding_torch(spec: RotarySpec, q, k, positions):
 @register(name="torchtune-rope-apply", backend="torch", workload="apply", library="torchtune",
           requires=("torchtune",), supports=LibrarySupports(
               "torchtune", INTERLEAVED, (_unscaled, _full_rotary, _cache_fits)))
-def build_torchtune(spec: RotarySpec, q, k, positions):
+def build_torchtune(spec: RotarySpec):
     """RotaryPositionalEmbeddings(head_dim, max_seq_len=offset+length, base)(x, input_pos=...)
     on q and k as [b, s, n_h, h_d] (transposed views): its cache is built at construction."""
     import torch
     from torchtune.modules import RotaryPositionalEmbeddings
 
     module = RotaryPositionalEmbeddings(spec.head_dim, max_seq_len=spec.seq_len, base=spec.base)
-    dtype = torch_dtype(spec.dtype)
-    qx = torch.from_numpy(q).to(dtype).transpose(1, 2)
-    kx = torch.from_numpy(k).to(dtype).transpose(1, 2)
-    input_pos = torch.from_numpy(positions)[None].expand(q.shape[0], -1)
 
     @torch.no_grad()
-    def apply():
-        return (module(qx, input_pos=input_pos).transpose(1, 2),
-                module(kx, input_pos=input_pos).transpose(1, 2))
+    def apply(q, k, positions):
+        input_pos = positions[None].expand(q.shape[0], -1)
+        return (module(q.transpose(1, 2), input_pos=input_pos).transpose(1, 2),
+                module(k.transpose(1, 2), input_pos=input_pos).transpose(1, 2))
 
     return apply

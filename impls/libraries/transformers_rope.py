@@ -14,7 +14,7 @@ from typing import Any, Optional
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 
-from ._common import float32_angles, LibrarySupports, torch_dtype, torch_qk
+from ._common import float32_angles, LibrarySupports, torch_dtype
 from ._hf_config import rotary_module
 
 WHY = "angles are float32, cast to the activations' dtype"
@@ -69,7 +69,7 @@ def _cache(model_type: str, spec: RotarySpec):
     return cache
 
 
-def _apply(model_type: str, spec: RotarySpec, q, k, positions):
+def _apply(model_type: str, spec: RotarySpec):
     import importlib
 
     import torch
@@ -77,13 +77,11 @@ def _apply(model_type: str, spec: RotarySpec, q, k, positions):
     module = rotary_module(model_type, spec)
     apply_rotary_pos_emb = importlib.import_module(
         f"transformers.models.{model_type}.modeling_{model_type}").apply_rotary_pos_emb
-    qx, kx, position_ids = torch_qk(spec, q, k, positions)
-    position_ids = position_ids[None]
 
     @torch.no_grad()
-    def apply():
-        cos, sin = module(qx, position_ids)
-        return apply_rotary_pos_emb(qx, kx, cos, sin)
+    def apply(q, k, positions):
+        cos, sin = module(q, positions[None])
+        return apply_rotary_pos_emb(q, k, cos, sin)
 
     return apply
 
@@ -108,22 +106,22 @@ def build_neox_cache(spec: RotarySpec):
 
 @register(name="transformers-llama-rope-apply", backend="torch", workload="apply",
           library="transformers", requires=("transformers",), supports=LLAMA)
-def build_llama_apply(spec: RotarySpec, q, k, positions):
+def build_llama_apply(spec: RotarySpec):
     """Llama's rotary_emb then apply_rotary_pos_emb(q, k, cos, sin) (rotate_half)."""
-    return _apply("llama", spec, q, k, positions)
+    return _apply("llama", spec)
 
 
 @register(name="transformers-gpt-neox-rope-apply", backend="torch", workload="apply",
           library="transformers", requires=("transformers",), supports=NEOX)
-def build_neox_apply(spec: RotarySpec, q, k, positions):
+def build_neox_apply(spec: RotarySpec):
     """GPT-NeoX's rotary_emb then its apply_rotary_pos_emb (rotates the first rot dims)."""
-    return _apply("gpt_neox", spec, q, k, positions)
+    return _apply("gpt_neox", spec)
 
 
 @register(name="transformers-gptj-rope-apply", backend="torch", workload="apply",
           library="transformers", requires=("transformers",),
           supports=LibrarySupports("transformers GPT-J", INTERLEAVED, (_gptj_rope, _table_fits)))
-def build_gptj_apply(spec: RotarySpec, q, k, positions):
+def build_gptj_apply(spec: RotarySpec):
     """GPTJAttention's rotary steps: gather create_sinusoidal_positions rows, split sin | cos,
     apply_rotary_pos_emb (rotate_every_two) on the first rotary_dim dims, cat the rest back."""
     import torch
@@ -131,17 +129,16 @@ def build_gptj_apply(spec: RotarySpec, q, k, positions):
 
     dtype, rot = torch_dtype(spec.dtype), spec.rot
     embed_positions = create_sinusoidal_positions(spec.seq_len, rot)
-    # GPT-J's attention sees [batch, seq, heads, head_dim]: transposed views of verify's layout
-    qx = torch.from_numpy(q).to(dtype).transpose(1, 2)
-    kx = torch.from_numpy(k).to(dtype).transpose(1, 2)
-    position_ids = torch.from_numpy(positions)[None].repeat(q.shape[0], 1)
 
     def rotate(x: Any, sin: Any, cos: Any):
         x_rot = apply_rotary_pos_emb(x[:, :, :, :rot], sin, cos)
         return torch.cat([x_rot, x[:, :, :, rot:]], dim=-1).transpose(1, 2)
 
     @torch.no_grad()
-    def apply():
+    def apply(q, k, positions):
+        # GPT-J's attention sees [batch, seq, heads, head_dim]: transposed views of verify's layout
+        qx, kx = q.transpose(1, 2), k.transpose(1, 2)
+        position_ids = positions[None].repeat(q.shape[0], 1)
         table = embed_positions.repeat(position_ids.shape[0], 1, 1)
         repeated = position_ids.unsqueeze(-1).repeat(1, 1, table.shape[-1])
         sincos = torch.gather(table, 1, repeated).to(dtype)

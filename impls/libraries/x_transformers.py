@@ -12,7 +12,7 @@ from typing import Optional
 from harness import Spec, Supports, register
 from harness.core.kinds.rotary import RotarySpec
 
-from ._common import even_width, float32_angles, float32_positions, LibrarySupports, torch_qk
+from ._common import even_width, float32_angles, float32_positions, LibrarySupports
 
 
 def _interpolation(spec: RotarySpec) -> Optional[str]:
@@ -49,18 +49,17 @@ def build_scaled_sinusoidal(spec: Spec):
 @register(name="x-transformers-rope-apply", backend="torch", workload="apply", library="x-transformers",
           requires=("x_transformers",), supports=LibrarySupports("x-transformers", float32_angles(
               "interleaved", "angles are float32, cast to the input's dtype"), (_interpolation, float32_positions)))
-def build_x_transformers_rope(spec: RotarySpec, q, k, positions):
+def build_x_transformers_rope(spec: RotarySpec):
     """freqs, scale = RotaryEmbedding(rot, base=base, interpolation_factor=factor)(positions), then
     apply_rotary_pos_emb(q, freqs, scale) and (k, ...): interleaved (pairs), rotates the first rot."""
     import torch
     from x_transformers.x_transformers import RotaryEmbedding, apply_rotary_pos_emb
 
     module = RotaryEmbedding(spec.rot, base=spec.base, interpolation_factor=spec.factor)
-    qx, kx, position_ids = torch_qk(spec, q, k, positions)
 
     @torch.no_grad()
-    def apply():
-        freqs, scale = module(position_ids)
-        return apply_rotary_pos_emb(qx, freqs, scale), apply_rotary_pos_emb(kx, freqs, scale)
+    def apply(q, k, positions):
+        freqs, scale = module(positions)
+        return apply_rotary_pos_emb(q, freqs, scale), apply_rotary_pos_emb(k, freqs, scale)
 
     return apply

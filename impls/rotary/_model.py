@@ -113,17 +113,14 @@ def build_model_cache(ops: ModelOps, spec: Any) -> Callable[[], tuple[Any, Any]]
     return lambda: model_cache(ops, spec, inv_freq, ops.arange(start, stop, work))
 
 
-def build_model_apply(ops: ModelOps, spec: Any, q: np.ndarray, k: np.ndarray,
-                      positions: np.ndarray) -> Callable[[], tuple[Any, Any]]:
-    """HF's forward: the cache at `positions` (rotary_emb(x, position_ids)), then apply."""
+def build_model_apply(ops: ModelOps, spec: Any) -> Callable[..., tuple[Any, Any]]:
+    """HF's forward: the cache at the position ids (rotary_emb(x, position_ids)), then apply."""
     work = work_dtype(spec)
     inv_freq = ops.asarray(spec.inv_freq(), work)
-    qx, kx = ops.asarray(q, spec.dtype), ops.asarray(k, spec.dtype)
-    position_ids = ops.asarray(positions, "int64")
 
-    def apply():
-        cos, sin = model_cache(ops, spec, inv_freq, ops.cast(position_ids, work))
-        return model_apply(ops, spec, qx, cos, sin), model_apply(ops, spec, kx, cos, sin)
+    def apply(q: Any, k: Any, positions: Any) -> tuple[Any, Any]:
+        cos, sin = model_cache(ops, spec, inv_freq, ops.cast(positions, work))
+        return model_apply(ops, spec, q, cos, sin), model_apply(ops, spec, k, cos, sin)
 
     return apply
 
@@ -160,8 +157,8 @@ def register_model_code(prefix: str, backend: str, ops: Callable[[], ModelOps], 
     def cache_fast(spec: Any):
         return build_fast_cache(ops(), spec)
 
-    def apply_unfused(spec: Any, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
-        return build_model_apply(ops(), spec, q, k, positions)
+    def apply_unfused(spec: Any):
+        return build_model_apply(ops(), spec)
 
     for factory, suffix, doc in (
             (cache, "cache", f"Model code's cache{spelled}: float32 angles, cat(freqs, freqs) or repeat, "

@@ -21,9 +21,10 @@ float16 or a torch bfloat16 tensor over the same memory, no copy.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from harness.core.inplace import InPlace
 from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.registry import register
 from harness.util.memory import first_touch
@@ -105,17 +106,28 @@ class Rotary:
         return np.ascontiguousarray(cos[:, self.first]), np.ascontiguousarray(sin[:, self.first])
 
 
-def _inputs(spec: RotarySpec, q: np.ndarray, k: np.ndarray, positions: np.ndarray):
-    """q, k in the spec's dtype as the kernels read it (C-contiguous, in their own layout) and
-    position ids as rows from offset, `[1, seq]` when shared by the batch, else `[batch, seq]`."""
+def _inputs(spec: RotarySpec, q: Any, k: Any, positions: Any):
+    """q, k as the kernels read them (C-contiguous, the dtype's storage: a view of what the call
+    was handed when it already is that) and position ids as rows from offset, `[1, seq]` when
+    shared by the batch, else `[batch, seq]`."""
     cast = [Storage(spec.dtype).encode(x) for x in (q, k)]
     ids = np.asarray(positions, dtype=np.int64) - spec.offset
     return (*cast, np.ascontiguousarray(ids.reshape(-1, ids.shape[-1])))
 
 
-def _warmed(rotary: Rotary, call):
-    """Call once in setup, so JIT compilation stays out of the timed calls; the recycled outputs
-    that call made are dropped, so setup keeps no output (bench: a cache kept is a lookup)."""
+def _warmed(rotary: Rotary, spec: RotarySpec, call):
+    """Call once in setup on one position of zeros, so JIT compilation stays out of the timed
+    calls; the recycled outputs that call made are dropped, so setup keeps no output (bench: a
+    cache kept is a lookup)."""
+    if spec.length:
+        tiny = np.zeros((1, 1, 1, spec.head_dim), np.float32)
+        call(tiny, tiny.copy(), np.array([spec.offset], np.int64))
+    rotary.buffers.clear()
+    return call
+
+
+def _cache_warmed(rotary: Rotary, call):
+    """A cache builder called once in setup (JIT compilation), its recycled outputs dropped."""
     call()
     rotary.buffers.clear()
     return call
@@ -126,7 +138,7 @@ def build_rotary_numba_cache(spec: RotarySpec):
     """cos/sin cache by angle addition (float32 tables; float64 for float64), both copies of each frequency in one parallel pass."""
     rotary = Rotary(spec)
     index = np.arange(spec.length, dtype=np.int64)
-    return _warmed(rotary, lambda: rotary.result(rotary.cache(index)))
+    return _cache_warmed(rotary, lambda: rotary.result(rotary.cache(index)))
 
 
 @register(name="rotary-numba-cache-recycled", backend="numba", workload="cache", supports=NUMBA)
@@ -134,7 +146,7 @@ def build_rotary_numba_cache_recycled(spec: RotarySpec):
     """rotary-numba-cache into the memory of caches let go: no page faults, two caches kept."""
     rotary = Rotary(spec, recycle=True)
     index = np.arange(spec.length, dtype=np.int64)
-    return _warmed(rotary, lambda: rotary.result(rotary.cache(index)))
+    return _cache_warmed(rotary, lambda: rotary.result(rotary.cache(index)))
 
 
 #: Every form of apply (forms.py): both layouts, k with fewer heads, position ids per sequence.
@@ -142,59 +154,55 @@ FORMS = ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True)
 
 
 @register(name="rotary-numba-apply-fused", backend="numba", workload="apply", supports=NUMBA, forms=FORMS)
-def build_rotary_numba_apply_fused(spec: RotarySpec, q, k, positions):
+def build_rotary_numba_apply_fused(spec: RotarySpec):
     """One parallel pass, no cache: each position's cos/sin computed once for all batch and heads."""
     rotary = Rotary(spec)
-    qx, kx, ids = _inputs(spec, q, k, positions)
-    return _warmed(rotary, lambda: rotary.result(rotary.fused(qx, kx, ids)))
+    return _warmed(rotary, spec, lambda q, k, ids: rotary.result(rotary.fused(*_inputs(spec, q, k, ids))))
 
 
 @register(name="rotary-numba-apply-fused-recycled", backend="numba", workload="apply", supports=NUMBA,
           forms=FORMS)
-def build_rotary_numba_apply_fused_recycled(spec: RotarySpec, q, k, positions):
+def build_rotary_numba_apply_fused_recycled(spec: RotarySpec):
     """rotary-numba-apply-fused into the memory of outputs let go: no page faults, two kept."""
     rotary = Rotary(spec, recycle=True)
-    qx, kx, ids = _inputs(spec, q, k, positions)
-    return _warmed(rotary, lambda: rotary.result(rotary.fused(qx, kx, ids)))
+    return _warmed(rotary, spec, lambda q, k, ids: rotary.result(rotary.fused(*_inputs(spec, q, k, ids))))
 
 
 @register(name="rotary-numba-apply-inplace", backend="numba", workload="apply", supports=NUMBA,
           forms=ApplyForms(layouts=FORMS.layouts, gqa=True, batch_positions=True, in_place=True))
-def build_rotary_numba_apply_inplace(spec: RotarySpec, q, k, positions):
-    """rotary-numba-apply-fused in place, as Liger's, FlashAttention's and vLLM's kernels rotate."""
+def build_rotary_numba_apply_inplace(spec: RotarySpec):
+    """rotary-numba-apply-fused in place, as Liger's, FlashAttention's and vLLM's kernels rotate:
+    q and k rotated where they lie (the harness hands every call fresh ones)."""
     rotary = Rotary(spec)
-    q0, k0, ids = _inputs(spec, q, k, positions)
-    qx, kx = q0.copy(), k0.copy()
 
-    def reset():
-        np.copyto(qx, q0)
-        np.copyto(kx, k0)
+    def call(q, k, positions):
+        return rotary.result(rotary.fused(*_inputs(spec, q, k, positions), in_place=True))
 
-    def call():
-        return rotary.result(rotary.fused(qx, kx, ids, in_place=True))
-
-    call()
-    return InPlace(reset, call)
+    return _warmed(rotary, spec, call)
 
 
 @register(name="rotary-numba-apply-cached", backend="numba", workload="apply", supports=NUMBA, forms=FORMS)
-def build_rotary_numba_apply_cached(spec: RotarySpec, q, k, positions):
+def build_rotary_numba_apply_cached(spec: RotarySpec):
     """Cache of every position built in setup; the call rotates by its rows at the positions."""
     rotary = Rotary(spec)
-    qx, kx, rows = _inputs(spec, q, k, positions)
     cos, sin = rotary.distinct(*rotary.cache(np.arange(spec.length, dtype=np.int64)))
-    return _warmed(rotary, lambda: rotary.result(rotary.from_cache(qx, kx, rows, cos, sin)))
+
+    def apply(q, k, positions):
+        qx, kx, rows = _inputs(spec, q, k, positions)
+        return rotary.result(rotary.from_cache(qx, kx, rows, cos, sin))
+
+    return _warmed(rotary, spec, apply)
 
 
 @register(name="rotary-numba-apply-unfused", backend="numba", workload="apply", supports=NUMBA, forms=FORMS)
-def build_rotary_numba_apply_unfused(spec: RotarySpec, q, k, positions):
+def build_rotary_numba_apply_unfused(spec: RotarySpec):
     """HF's two steps as kernels: the cache at the position ids, then the rotation by it."""
     rotary = Rotary(spec)
-    qx, kx, ids = _inputs(spec, q, k, positions)
-    index, rows = ids.reshape(-1), np.arange(ids.size, dtype=np.int64).reshape(ids.shape)
 
-    def apply():
+    def apply(q, k, positions):
+        qx, kx, ids = _inputs(spec, q, k, positions)
+        index, rows = ids.reshape(-1), np.arange(ids.size, dtype=np.int64).reshape(ids.shape)
         cos, sin = rotary.distinct(*rotary.cache(index))
         return rotary.result(rotary.from_cache(qx, kx, rows, cos, sin))
 
-    return _warmed(rotary, apply)
+    return _warmed(rotary, spec, apply)

@@ -52,11 +52,8 @@ def build_rotary_python_cache(spec: RotarySpec):
 
 
 @register(name="rotary-python-apply", backend="python", workload="apply", supports=PYTHON)
-def build_rotary_python_apply(spec: RotarySpec, q, k, positions):
+def build_rotary_python_apply(spec: RotarySpec):
     """Loops: each rotated dim x_j cos_j + sign x_partner sin_j at its position; the rest copied."""
-    heads = [x.astype(spec.dtype).astype(np.float64).tolist() for x in (q, k)]
-    position_ids = [int(p) for p in positions]
-
     def rotate(x, cos, sin):
         out = [[[list(row) for row in head] for head in batch] for batch in x]
         for batch in out:
@@ -68,8 +65,8 @@ def build_rotary_python_apply(spec: RotarySpec, q, k, positions):
                         row[j] = source[j] * cos[i][j] + sign * source[partner] * sin[i][j]
         return np.array(out, dtype=spec.dtype)
 
-    def apply():
-        cos, sin = _cache_rows(spec, position_ids)
-        return tuple(rotate(x, cos, sin) for x in heads)
+    def apply(q, k, positions):
+        cos, sin = _cache_rows(spec, [int(p) for p in positions])
+        return tuple(rotate(np.asarray(x, np.float64).tolist(), cos, sin) for x in (q, k))
 
     return apply

@@ -123,27 +123,24 @@ class FastCache:
         return out[0, :spec.length], out[1, :spec.length]
 
 
-def fused(spec: RotarySpec, q, k, positions, device: str = "cpu"):
+def fused(spec: RotarySpec, device: str = "cpu"):
     rotation = Rotation(spec, device)
-    qx, kx = rotation.tensor(q), rotation.tensor(k)
-    position_ids = rotation.tensor(positions, rotation.torch.int64)
 
-    def apply():
-        cos, sin = rotation.sincos(position_ids.double())
-        return rotation.rotate(qx, cos, sin), rotation.rotate(kx, cos, sin)
+    def apply(q, k, positions):
+        cos, sin = rotation.sincos(positions.double())
+        return rotation.rotate(q, cos, sin), rotation.rotate(k, cos, sin)
 
     return apply
 
 
-def cached(spec: RotarySpec, q, k, positions, device: str = "cpu"):
+def cached(spec: RotarySpec, device: str = "cpu"):
     rotation = Rotation(spec, device)
-    qx, kx = rotation.tensor(q), rotation.tensor(k)
-    rows = rotation.tensor(positions - spec.offset, rotation.torch.int64)
     cos_all, sin_all = (t[:, rotation.first] for t in build_fast_cache(torch_ops(device), spec)())
 
-    def apply():
+    def apply(q, k, positions):
+        rows = positions - spec.offset
         cos, sin = cos_all.index_select(0, rows), sin_all.index_select(0, rows)
-        return rotation.rotate(qx, cos, sin), rotation.rotate(kx, cos, sin)
+        return rotation.rotate(q, cos, sin), rotation.rotate(k, cos, sin)
 
     return apply
 
@@ -170,23 +167,23 @@ def build_rotary_torch_cache_recycled(spec: RotarySpec):
 
 @register(name="rotary-torch-apply-unfused", backend="torch", workload="apply", supports=EVERY_SPEC,
           cuda="rotary-torch-cuda-apply-unfused")
-def build_rotary_torch_apply_unfused(spec: RotarySpec, q, k, positions, device: str = "cpu"):
+def build_rotary_torch_apply_unfused(spec: RotarySpec, device: str = "cpu"):
     """transformers' apply_rotary_pos_emb: the cache at the positions, x * cos + rotate_half(x) * sin."""
-    return build_model_apply(torch_ops(device), spec, q, k, positions)
+    return build_model_apply(torch_ops(device), spec)
 
 
 @register(name="rotary-torch-apply-fused", backend="torch", workload="apply", supports=EVERY_SPEC,
           cuda="rotary-torch-cuda-apply-fused")
-def build_rotary_torch_apply_fused(spec: RotarySpec, q, k, positions, device: str = "cpu"):
+def build_rotary_torch_apply_fused(spec: RotarySpec, device: str = "cpu"):
     """No cache: float64 cos/sin once per (position, frequency), mul + addcmul_ into the output."""
-    return fused(spec, q, k, positions, device)
+    return fused(spec, device)
 
 
 @register(name="rotary-torch-apply-cached", backend="torch", workload="apply", supports=EVERY_SPEC,
           cuda="rotary-torch-cuda-apply-cached")
-def build_rotary_torch_apply_cached(spec: RotarySpec, q, k, positions, device: str = "cpu"):
+def build_rotary_torch_apply_cached(spec: RotarySpec, device: str = "cpu"):
     """Fast cache of every position from setup; the call gathers rows at the positions and rotates."""
-    return cached(spec, q, k, positions, device)
+    return cached(spec, device)
 
 
 @register(name="rotary-torch-cuda-cache-fast", backend="torch", device="cuda", workload="cache",

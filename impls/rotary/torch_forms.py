@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.inplace import InPlace
 from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.registry import register
 
@@ -26,22 +25,18 @@ FORMS = ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True)
 class FormRotation:
     """One spec's rotation of q and k handed over in its form."""
 
-    def __init__(self, spec: RotarySpec, positions: np.ndarray):
+    def __init__(self, spec: RotarySpec):
         import torch
 
         self.torch, self.spec = torch, spec
         self.dtype = getattr(torch, spec.dtype)
         self.first, self.second = pair_slices(spec)
         self.inv_freq = torch.from_numpy(spec.inv_freq())
-        self.positions = torch.from_numpy(np.ascontiguousarray(positions)).double()
 
-    def tensor(self, x: np.ndarray):
-        return self.torch.from_numpy(np.ascontiguousarray(x)).to(self.dtype)
-
-    def sincos(self):
+    def sincos(self, positions):
         """cos and sin of every position id and frequency, rounded to the dtype once, shaped to
         broadcast over q and k: a heads axis inserted where the layout has one."""
-        theta = self.positions[..., None] * self.inv_freq
+        theta = positions.double()[..., None] * self.inv_freq
         scale = self.spec.attention_scaling
         cos, sin = (theta.cos() * scale).to(self.dtype), (theta.sin() * scale).to(self.dtype)
         heads_axis = -3 if self.spec.qk_layout == "bhsd" else -2   # [.., h, s, n] or [.., s, h, n]
@@ -65,32 +60,26 @@ class FormRotation:
 
 @register(name="rotary-torch-apply-forms", backend="torch", workload="apply", supports=EVERY_SPEC,
           forms=FORMS)
-def build_rotary_torch_apply_forms(spec: RotarySpec, q, k, positions):
+def build_rotary_torch_apply_forms(spec: RotarySpec):
     """Every kernel form (bhsd/bshd, GQA, [batch, seq] ids): float64 cos/sin per id, out of place."""
-    rotation = FormRotation(spec, positions)
-    qx, kx = rotation.tensor(q), rotation.tensor(k)
+    rotation = FormRotation(spec)
 
-    def apply():
-        cos, sin = rotation.sincos()
-        return (rotation.rotate(qx, cos, sin, qx.clone()), rotation.rotate(kx, cos, sin, kx.clone()))
+    def apply(q, k, positions):
+        cos, sin = rotation.sincos(positions)
+        return (rotation.rotate(q, cos, sin, q.clone()), rotation.rotate(k, cos, sin, k.clone()))
 
     return apply
 
 
 @register(name="rotary-torch-apply-inplace", backend="torch", workload="apply", supports=EVERY_SPEC,
           forms=ApplyForms(layouts=FORMS.layouts, gqa=True, batch_positions=True, in_place=True))
-def build_rotary_torch_apply_inplace(spec: RotarySpec, q, k, positions):
-    """rotary-torch-apply-forms in place, as Liger's and FlashAttention's kernels rotate."""
-    rotation = FormRotation(spec, positions)
-    q0, k0 = rotation.tensor(q), rotation.tensor(k)
-    qx, kx = q0.clone(), k0.clone()
+def build_rotary_torch_apply_inplace(spec: RotarySpec):
+    """rotary-torch-apply-forms in place, as Liger's and FlashAttention's kernels rotate: q and k
+    rotated where they lie (the harness hands every call fresh ones)."""
+    rotation = FormRotation(spec)
 
-    def reset():
-        qx.copy_(q0)
-        kx.copy_(k0)
+    def apply(q, k, positions):
+        cos, sin = rotation.sincos(positions)
+        return rotation.rotate(q, cos, sin, q), rotation.rotate(k, cos, sin, k)
 
-    def call():
-        cos, sin = rotation.sincos()
-        return rotation.rotate(qx, cos, sin, qx), rotation.rotate(kx, cos, sin, kx)
-
-    return InPlace(reset, call)
+    return apply

@@ -68,10 +68,7 @@ register_general(TENSORFLOW, "tf", "tensorflow", __name__,
 
 
 @register(name="tf-forward", backend="tensorflow", workload="forward", supports=EVERY_CONVENTION)
-def build_tf_forward(spec: Spec, x):
+def build_tf_forward(spec: Spec):
     """x + PE with the table built once in the factory."""
-    import tensorflow as tf
-
     pe = TENSORFLOW.table(spec)
-    xt = tf.constant(x)
-    return lambda: xt + pe
+    return lambda x: x + pe
