@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -204,6 +205,19 @@ def test_the_default_grid_times_one_landmark_per_size_regime_and_full_every_size
     assert landmarks(shapes, 3) == [(256, 256), (4096, 64), (4096, 256)]
     assert landmarks(shapes, 2) == [(256, 256), (4096, 256)]
     assert landmarks([(8, 8)], 3) == [(8, 8)]
+
+
+def test_the_default_grid_times_one_thread_at_each_kinds_largest_landmark_only():
+    from harness.bench.grid import default_grid
+    from harness.core import kinds
+
+    table, grid = kinds.named("table"), default_grid(2)
+    small, middle, large = grid.shapes(table)
+    assert grid.threads_at(table, large) == (1, 2)
+    assert grid.threads_at(table, small) == grid.threads_at(table, middle) == (2,)
+    full = default_grid(2, full=True)
+    assert all(full.threads_at(table, s) == (1, 2) for s in full.shapes(table))
+    assert replace(grid, lengths=(64, 128)).threads_at(table, (64, 1024)) == (1, 2)
 
 
 def test_a_quick_grid_times_all_cores_only_and_lengths_given_are_timed_in_every_combination():

@@ -58,6 +58,9 @@ class Grid:
     #: first of its kind's conventions it supports
     convention: str = ""
     full: bool = False
+    #: time the fewest threads at each kind's largest landmark only (the default sweep: its
+    #: answers are at all cores; how an implementation scales is read where it matters most)
+    scaling_at_largest: bool = False
 
     def shapes(self, kind: kinds.Kind = _TABLE) -> list[tuple[int, int]]:
         """(length, width) pairs of `kind` (the 1-D table's by default) whose table fits
@@ -72,6 +75,13 @@ class Grid:
         if self.full or self.lengths or self.d_models:
             return shapes
         return landmarks(shapes, 2 if self.quick else 3)
+
+    def threads_at(self, kind: kinds.Kind, shape: tuple[int, int]) -> tuple[int, ...]:
+        """The thread counts a `shape` of `kind` is timed at."""
+        if not self.scaling_at_largest or len(self.threads) < 2 or self.lengths or self.d_models:
+            return self.threads
+        largest = max(self.shapes(kind), key=lambda s: (s[0] * s[1], s[0]))
+        return self.threads if shape == largest else (max(self.threads),)
 
     def dtypes_of(self, kind: kinds.Kind) -> tuple[str, ...]:
         return self.dtypes or (kind.bench_dtypes_quick if self.quick else kind.bench_dtypes)
@@ -104,12 +114,12 @@ def landmarks(shapes: Sequence[tuple[int, int]], count: int) -> list[tuple[int, 
 
 
 def default_grid(cores: int, quick: bool = False, full: bool = False) -> Grid:
-    """Each kind's sizes and dtypes, at 1 and all cores (GPU cells in every mode). --quick: at
-    all cores only (what is fastest here; how each scales is the default sweep's question), GPU
+    """Each kind's sizes and dtypes at all cores, and at 1 thread too at each kind's largest
+    landmark (--full: every size at both; GPU cells in every mode). --quick: at all cores only (what is fastest here; how each scales is the default sweep's question), GPU
     cells synced only."""
     threads = (cores,) if quick else tuple(sorted({1, cores}))
     return Grid((), (), (), threads, modes=QUICK_MODES if quick else MODES, quick=quick,
-                full=full)
+                full=full, scaling_at_largest=not (quick or full))
 
 
 @dataclass(frozen=True)
@@ -154,9 +164,10 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
     batch = (grid.batch or work.bench_batch) if batched else 1
     heads = (grid.heads or work.bench_heads) if work.heads else 1
     for length, d_model in grid.shapes(kind):
+        counts = threads if len(threads) < 2 else grid.threads_at(kind, (length, d_model))
         for dtype in dtypes:
             convention, reason = choose_convention(impl, length, d_model, dtype, grid.convention)
-            for n in threads:
+            for n in counts:
                 for mode in modes_for(impl.backend, impl.device, grid.modes):
                     cell = Cell(impl.name, impl.backend, impl.device, impl.workload,
                                 convention or kind.first_convention, length, d_model, dtype,

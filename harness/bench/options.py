@@ -161,6 +161,7 @@ def parse(args: argparse.Namespace) -> SweepOptions:
         raise UsageError(f"--convention must be one of {_csv(_conventions())}, got {convention!r}")
     grid = Grid(**axes, batch=_given_at_least(args.batch, "--batch"), convention=convention,
                 heads=_given_at_least(args.heads, "--heads"), quick=args.quick, full=args.full,
+                scaling_at_largest=base.scaling_at_largest and not args.threads,
                 max_elements=_at_least(args.max_elements, "--max-elements", 1))
     timing = Timing(max_time=_positive(given("max_time", timing0), "--max-time"),
                     min_rounds=_at_least(given("min_rounds", timing0), "--min-rounds", 1))
