@@ -59,18 +59,33 @@ def _intrinsics():
         return types.float32(types.uint16), codegen
 
     @intrinsic
-    def f32_bits(typingctx, x):
+    def bf16_bits(typingctx, x):
+        """float32 -> its bfloat16 bits, rounded to nearest even, NaN kept quiet. In 32-bit
+        lanes throughout: Numba widens uint32 arithmetic to 64 bits, which LLVM then vectorised
+        at half the lanes with widening and narrowing shuffles (bfloat16 stores 2x float16's)."""
         def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.IntType(32))
-        return types.uint32(types.float32), codegen
+            i32 = ir.IntType(32)
+            u = builder.bitcast(args[0], i32)
+            high = builder.lshr(u, ir.Constant(i32, 16))
+            odd = builder.and_(high, ir.Constant(i32, 1))
+            rounded = builder.lshr(builder.add(builder.add(u, ir.Constant(i32, 0x7FFF)), odd),
+                                   ir.Constant(i32, 16))
+            quiet = builder.or_(high, ir.Constant(i32, 0x40))
+            nan = builder.icmp_unsigned(">", builder.and_(u, ir.Constant(i32, 0x7FFFFFFF)),
+                                        ir.Constant(i32, 0x7F800000))
+            return builder.trunc(builder.select(nan, quiet, rounded), ir.IntType(16))
+        return types.uint16(types.float32), codegen
 
     @intrinsic
-    def f32_value(typingctx, u):
+    def bf16_value(typingctx, b):
+        """bfloat16 bits -> the float32 of the same value (exact), in 32-bit lanes."""
         def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.FloatType())
-        return types.float32(types.uint32), codegen
+            i32 = ir.IntType(32)
+            wide = builder.shl(builder.zext(args[0], i32), ir.Constant(i32, 16))
+            return builder.bitcast(wide, ir.FloatType())
+        return types.float32(types.uint16), codegen
 
-    return f16_bits, f16_value, f32_bits, f32_value
+    return f16_bits, f16_value, bf16_bits, bf16_value
 
 
 @functools.cache
@@ -78,7 +93,7 @@ def codecs() -> dict[str, Codec]:
     """One Codec per dtype, compiled once per process."""
     import numba
 
-    f16_bits, f16_value, f32_bits, f32_value = _intrinsics()
+    f16_bits, f16_value, bf16_bits, bf16_value = _intrinsics()
     inline = functools.partial(numba.njit, inline="always", cache=False)
 
     @inline
@@ -95,15 +110,11 @@ def codecs() -> dict[str, Codec]:
 
     @inline
     def bf16_store(x):
-        u = f32_bits(np.float32(x))
-        rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-        quiet = (u >> np.uint32(16)) | np.uint32(0x40)
-        nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-        return np.uint16(quiet if nan else rounded)
+        return bf16_bits(np.float32(x))
 
     @inline
     def bf16_load(b):
-        return f32_value(np.uint32(b) << np.uint32(16))
+        return bf16_value(b)
 
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     return {"float16": Codec(f16_store, f16_load, f32), "bfloat16": Codec(bf16_store, bf16_load, f32),
