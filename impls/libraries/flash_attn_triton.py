@@ -27,7 +27,7 @@ from harness import ApplyForms, RotarySpec, RotarySupports
 from harness.core.registry import register
 
 from ._common import LibrarySupports
-from ._kernel_inputs import cos_sin, in_place, tensors
+from ._kernel_inputs import CosSin
 
 #: Where the module may be, relative to flash-attn's distribution: extracted, or installed.
 PLACES = ("flash-attn-src/flash_attn/ops/triton/rotary.py", "flash_attn/ops/triton/rotary.py")
@@ -72,35 +72,36 @@ FLASH = LibrarySupports("FlashAttention", RotarySupports(dtypes=("float16", "bfl
                         why_dtypes="it computes in float32"), (head_dim_256,))
 
 
-def build(spec: RotarySpec, q, k, positions, inplace: bool, device: str = "cuda"):
-    """The factory of both registrations (`device`: where its tensors go)."""
+def build(spec: RotarySpec, inplace: bool, device: str = "cuda"):
+    """The factory of both registrations (`device`: where its cos/sin cache goes)."""
     rotary = apply_rotary()
-    qx, kx = tensors(spec, device, q, k)
-    cos, sin = cos_sin(spec, positions, device, duplicated=False)
+    cache = CosSin(spec, device, duplicated=False)
     interleaved = spec.layout == "interleaved"
     seq_first = spec.qk_layout == "bshd"
 
-    def one(x):   # [batch, seq, heads, head_dim] as apply_rotary takes it, handed back as given
+    def one(x, cos, sin):   # [batch, seq, heads, head_dim] as apply_rotary takes it, as given
         y = rotary(x if seq_first else x.transpose(1, 2), cos, sin, interleaved=interleaved,
                    inplace=inplace)
         return y if seq_first else y.transpose(1, 2)
 
-    if inplace:
-        return in_place(qx, kx, lambda qb, kb: (one(qb), one(kb)))
-    return lambda: (one(qx), one(kx))
+    def apply(q, k, positions):
+        cos, sin = cache.at(positions)
+        return one(q, cos, sin), one(k, cos, sin)
+
+    return apply
 
 
 @register(name="flash-attn-triton-rope-apply", backend="triton", device="cuda", workload="apply",
           library="flash-attn", check=missing, supports=FLASH,
           forms=ApplyForms(layouts=LAYOUTS, gqa=True))
-def build_flash_attn_apply(spec: RotarySpec, q, k, positions):
+def build_flash_attn_apply(spec: RotarySpec):
     """apply_rotary(x, cos, sin) on q, then on k, into new tensors (cos/sin [seq, rot/2])."""
-    return build(spec, q, k, positions, inplace=False)
+    return build(spec, inplace=False)
 
 
 @register(name="flash-attn-triton-rope-apply-inplace", backend="triton", device="cuda",
           workload="apply", library="flash-attn", check=missing, supports=FLASH,
           forms=ApplyForms(layouts=LAYOUTS, gqa=True, in_place=True))
-def build_flash_attn_apply_inplace(spec: RotarySpec, q, k, positions):
+def build_flash_attn_apply_inplace(spec: RotarySpec):
     """apply_rotary(..., inplace=True) on q, then on k."""
-    return build(spec, q, k, positions, inplace=True)
+    return build(spec, inplace=True)

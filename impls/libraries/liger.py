@@ -18,7 +18,7 @@ from harness.core.registry import register
 
 from .._triton_device import DEVICE, interpreted_bfloat16
 from ._common import LibrarySupports
-from ._kernel_inputs import cos_sin, in_place, tensors
+from ._kernel_inputs import CosSin
 
 FORMS = ApplyForms(layouts=("bshd",), gqa=True, batch_positions=True, in_place=True)
 LIGER = LibrarySupports("Liger-Kernel", RotarySupports(layouts=("half",)), (interpreted_bfloat16,))
@@ -26,17 +26,18 @@ LIGER = LibrarySupports("Liger-Kernel", RotarySupports(layouts=("half",)), (inte
 
 @register(name="liger-rope-apply", backend="triton", device=DEVICE, workload="apply",
           library="liger-kernel", requires=("liger_kernel",), supports=LIGER, forms=FORMS)
-def build_liger_rope_apply(spec: RotarySpec, q, k, positions):
-    """liger_rotary_pos_emb(q, k, cos, sin) in place on [batch, seq, heads, head_dim] memory."""
+def build_liger_rope_apply(spec: RotarySpec):
+    """liger_rotary_pos_emb(q, k, cos, sin) in place on [batch, seq, heads, head_dim] memory,
+    cos and sin gathered at the position ids from a cache of every position."""
     from liger_kernel.transformers.rope import liger_rotary_pos_emb
 
-    qx, kx = tensors(spec, DEVICE, q, k)
-    cos, sin = cos_sin(spec, positions, DEVICE, duplicated=True)
-    if cos.dim() == 2:   # ids [seq]: one cos/sin row per position, shared by the batch
-        cos, sin = cos[None], sin[None]
+    cache = CosSin(spec, DEVICE, duplicated=True)
 
-    def rotate(qb, kb):
-        oq, ok = liger_rotary_pos_emb(qb.transpose(1, 2), kb.transpose(1, 2), cos, sin)
+    def rotate(q, k, positions):
+        cos, sin = cache.at(positions)
+        if cos.dim() == 2:   # ids [seq]: one cos/sin row per position, shared by the batch
+            cos, sin = cos[None], sin[None]
+        oq, ok = liger_rotary_pos_emb(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
         return oq.transpose(1, 2), ok.transpose(1, 2)
 
-    return in_place(qx, kx, rotate)
+    return rotate

@@ -16,7 +16,7 @@ from harness import ApplyForms, RotarySpec, RotarySupports
 from harness.core.registry import register
 
 from ._common import LibrarySupports
-from ._kernel_inputs import cos_sin, full_rotary, tensors
+from ._kernel_inputs import CosSin, full_rotary
 
 COMPILED = LibrarySupports("transformers Llama (torch.compile)",
                            RotarySupports(layouts=("half",)), (full_rotary,))
@@ -25,27 +25,27 @@ COMPILED = LibrarySupports("transformers Llama (torch.compile)",
 @register(name="transformers-llama-rope-apply-compiled", backend="torch", device="cuda",
           workload="apply", library="transformers", requires=("transformers",), supports=COMPILED,
           forms=ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True))
-def build_llama_apply_compiled(spec: RotarySpec, q, k, positions):
-    """torch.compile(apply_rotary_pos_emb)(q, k, cos, sin, unsqueeze_dim) (inductor, Triton)."""
-    return build(spec, q, k, positions)
+def build_llama_apply_compiled(spec: RotarySpec):
+    """torch.compile(apply_rotary_pos_emb)(q, k, cos, sin, unsqueeze_dim) (inductor, Triton),
+    cos and sin gathered at the position ids from a cache of every position."""
+    return build(spec)
 
 
-def build(spec: RotarySpec, q, k, positions, device: str = "cuda"):
-    """The factory (`device`: where its tensors go; a test runs it on the CPU)."""
+def build(spec: RotarySpec, device: str = "cuda"):
+    """The factory (`device`: where its cos/sin cache goes; a test runs it on the CPU). The
+    compile happens at the first call, with the inputs' shapes (`dynamic=False`)."""
     import torch
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-    qx, kx = tensors(spec, device, q, k)
-    cos, sin = cos_sin(spec, positions, device, duplicated=True)
-    if cos.dim() == 2:
-        cos, sin = cos[None], sin[None]
+    cache = CosSin(spec, device, duplicated=True)
     unsqueeze_dim = 1 if spec.qk_layout == "bhsd" else 2
     compiled = torch.compile(apply_rotary_pos_emb, fullgraph=True, dynamic=False)
 
     @torch.no_grad()
-    def apply():
-        return compiled(qx, kx, cos, sin, unsqueeze_dim=unsqueeze_dim)
+    def apply(q, k, positions):
+        cos, sin = cache.at(positions)
+        if cos.dim() == 2:
+            cos, sin = cos[None], sin[None]
+        return compiled(q, k, cos, sin, unsqueeze_dim=unsqueeze_dim)
 
-    with torch.no_grad():
-        apply()   # the compile, in setup
     return apply

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
-
 from harness import ApplyForms, RotarySpec, RotarySupports
 from harness.core.registry import register
 
 from ._common import LibrarySupports
-from ._kernel_inputs import full_rotary, tensors
+from ._kernel_inputs import full_rotary
 
 #: The rope types its angle formula covers (the others need a cache it does not take).
 ROPE_TYPES = ("default", "linear", "llama3")
@@ -55,24 +53,27 @@ def scaling(spec: RotarySpec) -> dict:
 @register(name="xformers-rope-padded", backend="triton", device="cuda", workload="apply",
           library="xformers", requires=("xformers",), supports=XFORMERS,
           forms=ApplyForms(layouts=("bshd",), gqa=True, batch_positions=True))
-def build_xformers_rope_padded(spec: RotarySpec, q, k, positions):
+def build_xformers_rope_padded(spec: RotarySpec):
     """rope_padded(q, k, v, cache_k, cache_v, attn_bias, seqpos=ids): q rotated, k rotated into
     cache_k, v copied into cache_v (float32 angles)."""
     import torch
     from xformers.ops import rope_padded
     from xformers.ops.fmha.attn_bias import BlockDiagonalCausalWithOffsetPaddedKeysMask
 
-    batch, seq = q.shape[:2]
-    qx, kx = (t.reshape(1, batch * seq, *t.shape[2:]) for t in tensors(spec, "cuda", q, k))
-    vx = torch.zeros_like(kx)
-    ids = np.broadcast_to(positions, (batch, seq)).reshape(-1)
-    seqpos = torch.from_numpy(np.ascontiguousarray(ids)).to("cuda")
-    bias = BlockDiagonalCausalWithOffsetPaddedKeysMask.from_seqlens(
-        q_seqlen=[seq] * batch, kv_padding=seq, kv_seqlen=[seq] * batch, device=qx.device)
     keywords = scaling(spec)
+    biases: dict = {}    # per (batch, seq): built on the first call of that shape, host work
 
     @torch.no_grad()
-    def apply():
+    def apply(q, k, positions):
+        batch, seq = q.shape[:2]
+        qx, kx = (t.reshape(1, batch * seq, *t.shape[2:]) for t in (q, k))
+        if (batch, seq) not in biases:
+            biases[batch, seq] = (torch.zeros_like(kx),
+                                  BlockDiagonalCausalWithOffsetPaddedKeysMask.from_seqlens(
+                                      q_seqlen=[seq] * batch, kv_padding=seq,
+                                      kv_seqlen=[seq] * batch, device=qx.device))
+        vx, bias = biases[batch, seq]
+        seqpos = positions.expand(batch, seq).reshape(-1)
         cache_k, cache_v = torch.empty_like(kx), torch.empty_like(kx)
         out_q = rope_padded(qx, kx, vx, cache_k, cache_v, bias, seqpos=seqpos, **keywords)
         return out_q.view(q.shape), cache_k.view(k.shape)

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import Any
 
-from harness import ApplyForms, InPlace
+from harness import ApplyForms
 from harness.core.kinds.rotary import RotarySpec
 from harness.core.registry import register
 
@@ -120,8 +121,8 @@ def apply_launcher(spec: RotarySpec, q, k, positions, inv_freq, scale, seq_first
     sizes = (seq, q_heads, k_heads, spec.head_dim, spec.n_freq, spec.rot,
              *_strides(q, seq_first), *_strides(k, seq_first), pos_batch)
 
-    def launch(q, k, oq, ok):
-        apply_kernel[grid](q, k, oq, ok, positions, inv_freq, scale, *sizes, **flags,
+    def launch(q, k, oq, ok, ids=positions):     # ids: other position ids of the same form
+        apply_kernel[grid](q, k, oq, ok, ids, inv_freq, scale, *sizes, **flags,
                            num_warps=tiles.num_warps)
 
     return launch
@@ -150,31 +151,39 @@ def build_triton_rotary_cache(spec: RotarySpec):
 FORMS = ApplyForms(layouts=("bhsd", "bshd"), gqa=True, batch_positions=True)
 
 
-def _apply_setup(spec: RotarySpec, q, k, positions, in_place: bool):
-    """(q, k tensors on the device, the launch) for a case in its form."""
-    import numpy as np
-    import torch
+class _Launches:
+    """One launcher per form of the inputs a call is handed (shapes and strides of q, k and the
+    position ids): the grid and strides are worked out on the first call of a form, in Python,
+    and reused (a model calls with the same shapes every step)."""
 
-    dtype = getattr(torch, spec.dtype)
-    qx, kx = (torch.from_numpy(np.ascontiguousarray(x)).to(DEVICE, dtype) for x in (q, k))
-    position_ids = torch.from_numpy(np.ascontiguousarray(positions, dtype=np.int64)).to(DEVICE)
-    launch = apply_launcher(spec, qx, kx, position_ids, *constants(spec, DEVICE),
-                            seq_first=spec.qk_layout == "bshd", in_place=in_place)
-    return qx, kx, launch
+    def __init__(self, spec: RotarySpec, in_place: bool) -> None:
+        self.spec, self.in_place = spec, in_place
+        self.constants = constants(spec, DEVICE)
+        self.launchers: dict[tuple, Any] = {}
+
+    def __call__(self, q, k, positions, oq, ok) -> None:
+        key = (tuple(q.shape), q.stride(), tuple(k.shape), k.stride(), tuple(positions.shape),
+               positions.stride())
+        launch = self.launchers.get(key)
+        if launch is None:
+            launch = self.launchers[key] = apply_launcher(
+                self.spec, q, k, positions, *self.constants,
+                seq_first=self.spec.qk_layout == "bshd", in_place=self.in_place)
+        launch(q, k, oq, ok, positions)
 
 
 @register(name="triton-rotary-apply-fused", backend="triton", device=DEVICE, workload="apply",
           supports=EVERY_SPEC, forms=FORMS)
-def build_triton_rotary_apply_fused(spec: RotarySpec, q, k, positions):
+def build_triton_rotary_apply_fused(spec: RotarySpec):
     """One Triton kernel, no cache: each block's cos/sin once in registers (float64 angle), then
     q and k of several heads rotated and the tail copied in one pass."""
     import torch
 
-    qx, kx, launch = _apply_setup(spec, q, k, positions, in_place=False)
+    launch = _Launches(spec, in_place=False)
 
-    def apply():
-        oq, ok = torch.empty_like(qx), torch.empty_like(kx)
-        launch(qx, kx, oq, ok)
+    def apply(q, k, positions):
+        oq, ok = torch.empty_like(q), torch.empty_like(k)
+        launch(q, k, positions, oq, ok)
         return oq, ok
 
     return apply
@@ -182,18 +191,13 @@ def build_triton_rotary_apply_fused(spec: RotarySpec, q, k, positions):
 
 @register(name="triton-rotary-apply-inplace", backend="triton", device=DEVICE, workload="apply",
           supports=EVERY_SPEC, forms=replace(FORMS, in_place=True))
-def build_triton_rotary_apply_inplace(spec: RotarySpec, q, k, positions):
+def build_triton_rotary_apply_inplace(spec: RotarySpec):
     """triton-rotary-apply-fused rotating q and k where they are, as Liger's and FlashAttention's
-    in-place kernels do (the tail is not touched)."""
-    q0, k0, launch = _apply_setup(spec, q, k, positions, in_place=True)
-    qx, kx = q0.clone(), k0.clone()
+    in-place kernels do (the tail is not touched); the harness hands every call fresh ones."""
+    launch = _Launches(spec, in_place=True)
 
-    def reset() -> None:
-        qx.copy_(q0)
-        kx.copy_(k0)
+    def apply(q, k, positions):
+        launch(q, k, positions, q, k)
+        return q, k
 
-    def call():
-        launch(qx, kx, qx, kx)
-        return qx, kx
-
-    return InPlace(reset, call)
+    return apply
