@@ -144,6 +144,14 @@ def test_an_apply_that_computes_its_first_result_once_fails_verify():
     assert all("a result computed once and handed back" in c.reason for c in checks[:2])
 
 
+def test_a_forward_keyed_on_its_inputs_identity_is_right_in_verify_and_left_to_bench():
+    """Each of verify's calls gets new arrays, so a cache keyed on their identity computes every
+    time there and passes; bench, timing one set of arrays, catches it
+    (test_judge_bench_apart.py: it negates the same arrays in place)."""
+    check = verify.run([adversaries.with_inputs("keyed", adversaries.keyed_forward)], F32[:1])[0]
+    assert check.status == "pass", check.reason
+
+
 def test_a_forward_given_x_at_build_that_does_not_follow_it_fails_verify():
     """The deprecated build-time form: its x is negated in place after its calls and it is
     called once more; an answer computed in the factory does not follow."""

@@ -190,13 +190,17 @@ def test_a_forward_and_an_apply_computing_their_first_result_once_are_invalid_in
     """Handed their inputs at every call (harness.core.handover), a forward and an apply that
     keep their first answer and hand back copies (timed as a memcpy) return, given other inputs
     after the timed rounds, the first inputs' answer: bench's judge, where no implementation
-    runs, makes both cells `invalid`; the same code computing every call is clean."""
+    runs, makes both cells `invalid`; so does a forward keyed on its input's identity (which
+    verify passes: each of its calls gets new arrays), as bench negates the same arrays in
+    place; the same code computing every call is clean."""
     plugin = write(tmp_path, "bench_once", textwrap.dedent('''
         from harness import RotarySupports
-        from tests.adversaries import first_apply, first_forward
+        from tests.adversaries import first_apply, first_forward, keyed_forward
         ROT = RotarySupports(dtypes=("float32",))
         register(name="adv-forward-once", backend="numpy", workload="forward", supports=ONE)(
             lambda spec: first_forward(spec))
+        register(name="adv-forward-keyed", backend="numpy", workload="forward", supports=ONE)(
+            keyed_forward)
         register(name="adv-forward-every", backend="numpy", workload="forward", supports=ONE)(
             lambda spec: first_forward(spec, once=False))
         register(name="adv-apply-once", backend="numpy", workload="apply", supports=ROT)(
@@ -207,7 +211,7 @@ def test_a_forward_and_an_apply_computing_their_first_result_once_are_invalid_in
     code, text, rows = bench(plugin, tmp_path, "--lengths", "64", "--workloads", "forward,apply")
     assert code == 0, text
     rows = rows.set_index("impl")
-    for cheat in ("adv-forward-once", "adv-apply-once"):
+    for cheat in ("adv-forward-once", "adv-apply-once", "adv-forward-keyed"):
         assert rows.loc[cheat, "status"] == "invalid", text
         assert "a result computed once and handed back" in rows.loc[cheat, "reason"]
     for control in ("adv-forward-every", "adv-apply-every"):

@@ -116,3 +116,24 @@ def test_torch_is_handed_tensors_of_the_spec_dtype_and_int64_ids():
     assert hx.dtype == torch.bfloat16 and hids.dtype == torch.int64
     hx, _ = convert((x, ids), "numba", "bfloat16", "cpu")     # Numba's bfloat16: a torch tensor
     assert hx.dtype == torch.bfloat16
+
+
+def test_handed_inputs_are_negated_where_they_lie_and_an_immutable_one_says_so():
+    """What bench does after the timed rounds: the same objects now hold the negated set (a
+    cache keyed on their identity shows), integer ids untouched; TensorFlow's tensors cannot
+    be, and the caller then converts a fresh set."""
+    from harness.core.handover import convert, negate_handed, variant
+    args = (np.linspace(-1, 1, 6).astype(np.float32), np.arange(3))
+    handed = convert(args, "numpy", "float32", "cpu")
+    kept = handed
+    assert negate_handed(handed, args) and handed is kept
+    np.testing.assert_array_equal(handed[0], variant(args, 1)[0])
+    assert handed[1].tolist() == [0, 1, 2]
+    torch = pytest.importorskip("torch")
+    as_torch = convert(args, "torch", "bfloat16", "cpu")
+    assert negate_handed(as_torch, args) and as_torch[0].dtype == torch.bfloat16
+    want = -torch.from_numpy(args[0]).to(torch.bfloat16).float()
+    assert torch.equal(as_torch[0].float(), want)
+    frozen = (np.ones(2),)
+    frozen[0].flags.writeable = False
+    assert not negate_handed(frozen, (np.ones(2),))

@@ -56,6 +56,9 @@ class Backend:
     #: a fresh array of this backend on `device`, floats in the spec's `dtype`, made by the
     #: harness outside any timed region (harness.core.handover); None: a NumPy copy
     inputs: Optional[Callable[[np.ndarray, str, str], Any]] = None
+    #: negate a float array in place (bench changes a call-time implementation's inputs where
+    #: they lie, so a cache keyed on their identity shows); False when it is immutable
+    negate: Optional[Callable[[Any], bool]] = None
 
     def missing(self) -> Optional[str]:
         """None when its modules import here, else which one is missing (without importing)."""

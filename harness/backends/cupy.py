@@ -15,6 +15,15 @@ def poison(x: Any) -> bool:
     return True
 
 
+def negate(x: Any) -> bool:
+    import cupy
+
+    if x.dtype.kind != "f":
+        return False
+    cupy.negative(x, out=x)
+    return True
+
+
 def cuda() -> Optional[str]:
     import cupy
 
@@ -78,5 +87,5 @@ BACKEND = Backend(
     distributions={"cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")},
     array_modules=("cupy", "cupy_backends"), to_numpy=lambda x: x.get(), poison=poison,
     peak={"cuda": pool_peak}, cuda=cuda, capture=capture,
-    jit=True, inputs=inputs,
+    jit=True, inputs=inputs, negate=negate,
 )

@@ -24,5 +24,14 @@ def poison(x: Any) -> bool:
     return True
 
 
+def negate(x: Any) -> bool:
+    """-x in place, for a writeable float array."""
+    if not (x.flags.writeable and np.issubdtype(x.dtype, np.floating)):
+        return False
+    np.negative(x, out=x)
+    return True
+
+
 BACKEND = Backend(name="numpy", distributions={"numpy": ("numpy",)}, array_modules=("numpy",),
-                  to_numpy=np.asarray, poison=poison, peak={"cpu": tracemalloc_peak})
+                  to_numpy=np.asarray, poison=poison, peak={"cpu": tracemalloc_peak},
+                  negate=negate)

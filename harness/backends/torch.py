@@ -26,6 +26,17 @@ def inputs(arr: np.ndarray, dtype: str, device: str) -> Any:
     return tensor.to(device=device, dtype=want)
 
 
+def negate(x: Any) -> bool:
+    """-x in place, for a float tensor."""
+    import torch
+
+    if not x.is_floating_point():
+        return False
+    with torch.no_grad():
+        x.neg_()
+    return True
+
+
 def poison(x: Any) -> bool:
     import torch
 
@@ -95,4 +106,5 @@ BACKEND = Backend(
     distributions={"torch": ("torch",)},
     array_modules=("torch",), to_numpy=to_numpy, poison=poison, pin_threads=pin_threads,
     peak={"cpu": resident_peak, "cuda": cuda_peak}, cuda=cuda, capture=capture, inputs=inputs,
+    negate=negate,
 )

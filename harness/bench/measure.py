@@ -125,8 +125,8 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
             return _outcome("invalid", wrong, samples, meter, done)
         done["sampled"] = tuple(s for s in (*sampled, fingerprint.sample(timed_values, seed)) if s)
         stage = "inputs changed"
-        if cell.mode != "graph" and hands is not None:   # other inputs, converted untimed
-            hands.change(handover.NEGATED)
+        if cell.mode != "graph" and hands is not None:   # other inputs, changed untimed
+            hands.negate(fresh is not None)
             done["moved"] = fingerprint.sample(validity.first_values(call(), cell), seed)
         elif cell.mode != "graph" and not cell.is_roof and handover.negate_in_place(args):
             _refresh(fresh, cell)     # one more call: its result must follow its inputs
@@ -166,6 +166,13 @@ class Hands:
         """Hand over another input set from now on."""
         self.variant = variant
         self.fresh()
+
+    def negate(self, in_place_kernel: bool) -> None:
+        """From now on the negated inputs: the same objects negated where they lie, so a cache
+        keyed on their identity hands back the old answer (a fresh set where they are immutable,
+        and for an in-place kernel, which rotated them: it gets a fresh set every round)."""
+        if in_place_kernel or not handover.negate_handed(self.handed, self.args):
+            self.change(handover.NEGATED)
 
     def calling(self, fn: Callable[..., Any]) -> Callable[[], Any]:
         return lambda: fn(*self.handed)

@@ -86,6 +86,19 @@ def convert(args: tuple, backend: str, dtype: str, device: str) -> tuple:
     return tuple(make(a, dtype, device) if isinstance(a, np.ndarray) else a for a in args)
 
 
+def negate_handed(handed: tuple, args: tuple) -> bool:
+    """Negate, where they lie, the handed inputs whose NumPy originals in `args` are floats (by
+    their backend's `negate`), so the same objects hold input set NEGATED; whether every one
+    could be (False: an immutable one, TensorFlow's or JAX's, is left as it was)."""
+    done = True
+    for given, arg in zip(args, handed):
+        if isinstance(given, np.ndarray) and given.dtype.kind == "f":
+            owner = backends.owner(arg)
+            done = bool(owner is not None and owner.negate is not None and owner.negate(arg)
+                        ) and done
+    return done
+
+
 def bound(impl: Any, spec: Any, args: tuple) -> Callable[[], Any]:
     """`impl` built on `spec` as one zero-argument call on `args`, whichever form it is (tests,
     one-off calls): a call-time implementation is handed them converted to its backend, once,
