@@ -10,8 +10,9 @@ bench's axes (length x width x dtype) become a spec, and its workloads. The 1-D
 says which kind and workload it builds (`register(kind=..., workload=...)`).
 
 A workload is what one implementation's callable does. Its name is unique across kinds
-(the report keys its sections by it). It may be given NumPy inputs (a forward's `x`, an
-apply's q, k and positions), and may return several arrays (`parts`: a rotary cache's cos
+(the report keys its sections by it). It may take inputs at every call (a forward's `x`, an
+apply's q, k and positions: NumPy here, handed over in the implementation's backend by
+harness.core.handover), and may return several arrays (`parts`: a rotary cache's cos
 and sin), which the checks judge stacked, in order, against the reference the workload
 expects.
 """
@@ -26,7 +27,8 @@ import numpy as np
 
 from harness.util.exitcodes import UsageError
 
-#: (spec, batch, heads) -> the NumPy arguments a workload's factory gets after the spec
+#: (spec, batch, heads) -> the NumPy inputs a workload's callable is handed at every call
+#: (converted to its backend by harness.core.handover)
 Inputs = Callable[[Any, int, int], tuple]
 #: (spec, batch, heads) -> the shape of the result (a tuple result's parts stacked first)
 Shape = Callable[[Any, int, int], tuple[int, ...]]
@@ -59,7 +61,7 @@ class Workload:
     name: str
     shape: Shape                          # what one call returns (parts stacked first)
     parts: tuple[str, ...] = ()           # names of a tuple result's arrays; () for one array
-    inputs: Optional[Inputs] = None       # None: the factory gets the spec only
+    inputs: Optional[Inputs] = None       # None: its callable takes no argument
     expect: Optional[Expect] = None       # None: the kind's reference and tolerance as they are
     batched: bool = False                 # its inputs have a batch axis bench sweeps
     heads: bool = False                   # ... and an attention-heads axis (a rotary apply)
