@@ -6,7 +6,6 @@ import math
 import subprocess
 import sys
 import textwrap
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -202,46 +201,6 @@ def test_peak_memory_counts_temporaries_freed_within_the_call():
     assert int(delta) < 32e6   # what the after-minus-before delta saw: 8 MB
 
 
-def test_the_default_grid_times_one_landmark_per_size_regime_and_full_every_size():
-    from harness.bench.grid import DEFAULT_D_MODELS, default_grid, landmarks
-
-    thin, full = default_grid(2).shapes(), default_grid(2, full=True).shapes()
-    assert len(thin) == 3 and set(thin) < set(full)
-    assert {d for _, d in full} == set(DEFAULT_D_MODELS)
-    regimes = {min(2, (n * d > 2**16) + (n * d >= 2**24)) for n, d in thin}
-    assert regimes == {0, 1, 2}                             # small, medium and large all timed
-    assert max(thin, key=lambda s: s[0] * s[1]) == max(full, key=lambda s: (s[0] * s[1], s[0]))
-    quick = default_grid(2, quick=True).shapes()
-    assert len(quick) == 2 and min(n * d for n, d in quick) <= 2**16
-    # the largest small one, the largest, and the one nearest their geometric mean
-    shapes = [(a, b) for a in (16, 256, 4096) for b in (8, 64, 256)]
-    assert landmarks(shapes, 3) == [(256, 256), (4096, 64), (4096, 256)]
-    assert landmarks(shapes, 2) == [(256, 256), (4096, 256)]
-    assert landmarks([(8, 8)], 3) == [(8, 8)]
-
-
-def test_the_default_grid_times_one_thread_at_each_kinds_largest_landmark_only():
-    from harness.bench.grid import default_grid
-    from harness.core import kinds
-
-    table, grid = kinds.named("table"), default_grid(2)
-    small, middle, large = grid.shapes(table)
-    assert grid.threads_at(table, large) == (1, 2)
-    assert grid.threads_at(table, small) == grid.threads_at(table, middle) == (2,)
-    full = default_grid(2, full=True)
-    assert all(full.threads_at(table, s) == (1, 2) for s in full.shapes(table))
-    assert replace(grid, lengths=(64, 128)).threads_at(table, (64, 1024)) == (1, 2)
-
-
-def test_a_quick_grid_times_all_cores_only_and_lengths_given_are_timed_in_every_combination():
-    from harness.bench.grid import Grid, default_grid
-
-    assert default_grid(4, quick=True).threads == (4,)
-    assert default_grid(4).threads == (1, 4)
-    given = Grid((8, 16), (4, 6), (), (1,))
-    assert sorted(given.shapes()) == [(8, 4), (8, 6), (16, 4), (16, 6)]
-
-
 def test_quick_runs_no_conventions_study_and_refuses_full(tmp_path, capsys):
     from harness import cli
     from harness.bench.cli import post_verbs
@@ -274,35 +233,6 @@ def test_apply_roofs_stand_beside_every_form_they_declare():
         assert [tuple(o.shape) for o in out] == [q.shape, k.shape]
         np.testing.assert_array_equal(np.asarray(out[1], dtype=np.float64), 2 * k)
     assert ROOF_REGISTRY.get("roof-torch-cuda-copy-apply").supports(gqa) is None
-
-
-def test_an_all_core_cell_proven_far_behind_at_one_thread_is_left_out():
-    from harness.bench.prune import FAR, far_behind
-
-    def one(impl: str, median_s: float, **extra) -> dict:
-        return {**ok(cell(impl=impl), median_s), "cores": 2, "others_busy": 0.0, **extra}
-
-    fast, slow = one("fast", 1e-3), one("slow", 2 * FAR * 1e-3 * 1.01)
-    at_two = cell(impl="slow", threads=2)
-    assert "far behind" in far_behind(at_two, [fast, slow])
-    # within reach if it scaled perfectly: timed
-    assert far_behind(at_two, [fast, one("slow", 2 * FAR * 1e-3 * 0.99)]) is None
-    # a 1-thread time taken under load proves nothing; nor does a 1-thread cell, or a roof
-    assert far_behind(at_two, [fast, one("slow", 1.0, others_busy=1.9)]) is None
-    assert far_behind(cell(impl="slow"), [fast, slow]) is None
-    assert far_behind(cell(impl="slow", threads=2, is_roof=True), [fast, slow]) is None
-    # another size, dtype or thread count is no sibling
-    assert far_behind(cell(impl="slow", threads=2, length=128), [fast, slow]) is None
-
-
-def test_the_usual_choice_is_timed_at_all_cores_however_far_behind():
-    from harness.bench.prune import far_behind
-    from harness.core import kinds
-
-    usual = kinds.named("table").workload("table").usual_on("cpu")[0]
-    rows = [{**ok(cell(impl=i), t), "cores": 2, "others_busy": 0.0}
-            for i, t in (("fast", 1e-6), (usual, 1.0))]
-    assert far_behind(cell(impl=usual, threads=2), rows) is None
 
 
 def test_jit_implementations_share_a_worker_unless_full_and_later_first_calls_say_shared(monkeypatch):
@@ -356,48 +286,3 @@ def test_numba_serves_every_thread_count_from_one_worker_and_resizes_its_pool_be
         nb.set_num_threads(nb.config.NUMBA_NUM_THREADS)
     with pytest.raises(ValueError, match="cannot resize"):
         threads.pin("tensorflow", 1, again=True)
-
-
-def test_the_default_batch_is_cut_at_the_largest_lengths_and_a_given_one_is_kept():
-    from harness import implementations
-
-    impls = [i for i in implementations(()) if i.name in ("numpy-forward", "rotary-numpy-apply-unfused")]
-    cells = plan(impls, Grid((64, 32768), (128, 512), ("float32",), (1,))).cells
-    batch = {(c.workload, c.length, c.d_model): c.batch for c in cells if not c.is_roof}
-    assert batch[("forward", 64, 512)] == 2 and batch[("forward", 32768, 512)] == 1
-    assert batch[("apply", 64, 128)] == 2 and batch[("apply", 32768, 128)] == 1
-    given = plan(impls, Grid((64,), (128,), ("float32",), (1,), batch=3)).cells
-    assert {c.batch for c in given} == {3}
-
-
-def test_a_cell_proven_far_behind_at_the_next_smaller_size_is_left_out():
-    from harness.bench.prune import FAR_SMALLER, behind_at_smaller
-
-    def at(impl: str, length: int, median_s: float, **extra) -> dict:
-        return {**ok(cell(length=length, impl=impl), median_s), "cores": 2, "others_busy": 0.0,
-                **extra}
-
-    smaller = [at("fast", 64, 1e-3), at("slow", 64, FAR_SMALLER * 1e-3 * 1.01)]
-    assert "far behind" in behind_at_smaller(cell(length=256, impl="slow"), smaller)
-    assert behind_at_smaller(cell(length=256, impl="fast"), smaller) is None
-    near = [at("fast", 64, 1e-3), at("slow", 64, FAR_SMALLER * 1e-3 * 0.99)]
-    assert behind_at_smaller(cell(length=256, impl="slow"), near) is None
-    # the next smaller size decides: close at 128, although far at 64
-    assert behind_at_smaller(cell(length=256, impl="slow"),
-                             smaller + [at("fast", 128, 1e-3), at("slow", 128, 2e-3)]) is None
-    # a smaller size timed under load, a larger one, a roof, or another dtype prove nothing
-    busy = [at("fast", 64, 1e-3), at("slow", 64, 1.0, others_busy=1.9)]
-    assert behind_at_smaller(cell(length=256, impl="slow"), busy) is None
-    assert behind_at_smaller(cell(length=32, impl="slow"), smaller) is None
-    assert behind_at_smaller(cell(length=256, impl="slow", is_roof=True), smaller) is None
-    assert behind_at_smaller(cell(length=256, impl="slow", dtype="float64"), smaller) is None
-
-
-def test_full_prunes_nothing():
-    from harness import cli
-    from harness.bench import cli as bench_cli, options
-
-    def limits(*argv: str):
-        return options.parse(cli.parse({"bench": bench_cli}, ["bench", *argv])).limits
-
-    assert limits().prune and not limits("--full").prune
