@@ -10,7 +10,6 @@ import types
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from harness import REGISTRY
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from itertools import groupby
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 

@@ -10,7 +10,6 @@ alone. They give bench something to time in those forms on any machine.
 
 from __future__ import annotations
 
-import numpy as np
 
 from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.registry import register

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from harness.core import kinds
-from harness.core.contract import C_FREQ, C_VALUE, angle_eps, eps
+from harness.core.contract import C_FREQ, C_VALUE, angle_eps
 
 #: Candidates that fit are ranked by the search's order (simplest first); this many more are
 #: kept as other readings of the same table, and this many near misses when none fits.

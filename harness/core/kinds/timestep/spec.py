@@ -16,7 +16,6 @@ every error names the field and its allowed range.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, Mapping
