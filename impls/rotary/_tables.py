@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -56,10 +56,13 @@ class SplitTables:
                      (self.cos_coarse, self.sin_coarse, self.cos_fine, self.sin_fine))
 
 
-def split_tables(spec: Any) -> SplitTables:
-    """The angle-addition tables of a spec's positions (setup work: O(sqrt(length) n_freq))."""
+def split_tables(spec: Any, step: Optional[int] = None) -> SplitTables:
+    """The angle-addition tables of a spec's positions (setup work: O(sqrt(length) n_freq)
+    sin/cos; with a given `step`, O(length / step) coarse rows)."""
+    if step is not None and step < 1:
+        raise ValueError(f"step must be >= 1, got {step}")
     w = spec.inv_freq()
-    step = max(1, math.isqrt(spec.length - 1) + 1)
+    step = max(1, math.isqrt(spec.length - 1) + 1) if step is None else step
     n_coarse = -(-spec.length // step)
     coarse = (spec.offset + step * np.arange(n_coarse, dtype=np.float64))[:, None] * w[None, :]
     fine = np.arange(step, dtype=np.float64)[:, None] * w[None, :]

@@ -36,6 +36,12 @@ from ._supports import NUMBA
 from ._tables import pair_slices, split_tables
 
 
+#: Fine rows of the cache's angle-addition tables: 16 x n_freq cos and sin (8 KiB at rot 128 in
+#: float32) stay in L1 beside the rows being written, where sqrt(length) rows (182 at 32768:
+#: 93 KiB) were read from L2; the coarse table, read once a 16-row block, streams.
+CACHE_STEP = 16
+
+
 class Rotary:
     """One spec's setup: the angle-addition tables, the layout, and where outputs come from."""
 
@@ -50,10 +56,11 @@ class Rotary:
         self.work = np.empty(0, np.float32 if half else spec.dtype)
         tables = split_tables(spec)
         self.tables = (tables.step, *tables.cast(np.float32 if half else np.float64))
-        # the cache is bound by its per-element arithmetic: float32 tables (1.2e-7 in float32,
-        # still `exact`) took it from 2.4x to 1.7x a fill; float64 keeps float64 tables
-        self.cache_tables = (self.tables if spec.dtype == "float64"
-                             else (tables.step, *tables.cast(np.float32)))
+        # the cache is bound by its per-element arithmetic: float32 tables (1.3e-7 in float32,
+        # still `exact`) took it from 2.3x to 1.7x a fill (float64 keeps float64 tables), and
+        # CACHE_STEP-row fine tables stay in L1 (docs/fast.md)
+        cached = split_tables(spec, CACHE_STEP)
+        self.cache_tables = (cached.step, *cached.cast(np.float64 if spec.dtype == "float64" else np.float32))
         self.interleaved = spec.layout == "interleaved"
         self.seq_first = spec.qk_layout == "bshd"
         self.first = pair_slices(spec)[0]
