@@ -20,8 +20,11 @@ import functools
 from types import SimpleNamespace
 
 FASTMATH = {"contract"}   # fuse a*b + c into an FMA; no reassociation, no unsafe math
-#: Positions per block: a 64 x 64 float32 cos/sin table is 32 KiB, in L1/L2 while it is used.
-BLOCK = 64
+#: Positions per block: apply's per-thread cos/sin tables (256 x n_freq each, 128 KiB in float32
+#: at rot 128) stay in L2, and a heads-first block of a head is a run of 256 contiguous rows
+#: (64-128 KiB) for the prefetchers: 0-16% faster than 64-position blocks (16-32 KiB runs) in
+#: alternating runs here (docs/fast.md).
+BLOCK = 256
 #: Elements written by one call below which a kernel runs on one thread (no fork/join).
 SERIAL_BELOW = 1 << 16
 
