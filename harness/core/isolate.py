@@ -173,7 +173,7 @@ class _Watch:
     def __init__(self, group: _Group, proc: subprocess.Popen, fd: int,
                  impls: dict[str, Implementation], tag: dict[str, str]) -> None:
         self.group, self.proc, self.fd, self.impls, self.tag = group, proc, fd, impls, tag
-        self.buffer = b""
+        self.buffer = bytearray()      # grown in place: a large result arrives in many chunks
         self.ready = False
         self.current: Optional[Implementation] = None
         self.rows: list = []
@@ -186,7 +186,7 @@ class _Watch:
         why = ""
         while True:
             readable, _, _ = select.select([self.fd], [], [], POLL_S)
-            chunk = os.read(self.fd, 1 << 16) if readable else b""
+            chunk = os.read(self.fd, 1 << 20) if readable else b""
             if chunk:
                 self.buffer += chunk
                 if self._handle():
@@ -220,8 +220,8 @@ class _Watch:
             (size,) = wire.HEADER.unpack_from(self.buffer)
             if len(self.buffer) < wire.HEADER.size + size:
                 break
-            message = self.buffer[wire.HEADER.size:wire.HEADER.size + size]
-            self.buffer = self.buffer[wire.HEADER.size + size:]
+            message = bytes(self.buffer[wire.HEADER.size:wire.HEADER.size + size])
+            del self.buffer[:wire.HEADER.size + size]
             try:
                 kind, value = wire.safe_loads(message)
             except Exception as exc:     # the judged sent something that is not plain data
