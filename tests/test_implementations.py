@@ -4,11 +4,9 @@ Parametrized from the registry, so a new implementation is covered the day it
 is registered. An implementation unavailable here (no GPU) is skipped with its
 reason, never reported as passing.
 
-The matrix is each kind's cases of at most SMALL elements (every convention, field variant,
-form and dtype of the full list) and the quick list's few long ones (far positions): the full
-list's large tables took most of the time, and `nox -s verify`, which CI runs after the tests,
-checks every implementation on every case (README). Most of what is left is JIT compiling,
-which runs on one core: the verdicts are computed once, in two worker processes, by groups
+The matrix is each kind's full case list (every convention, field variant, form, dtype and
+large table; its random cases seeded, so a run is repeatable). Most of the time is JIT
+compiling, which runs on one core: the verdicts are computed once, in two worker processes, by groups
 that share a backend and a kind (so one worker compiles a backend's kernels and imports it
 once), and each test reads its implementation's verdicts.
 The verdicts are `check`'s, in a process of the same interpreter and source tree (Numba's in
@@ -28,17 +26,7 @@ from harness import implementations
 from harness.core import kinds
 from harness.core.checks import Check, check
 
-#: A case over this many elements is left to `nox -s verify` unless the quick list has it.
-SMALL = 2 ** 16
-
-
-def matrix(kind: kinds.Kind) -> list:
-    """The kind's quick cases and every other case of its full list of at most SMALL elements."""
-    quick = list(kind.cases(quick=True))
-    return quick + [spec for spec in kind.cases() if spec.elements <= SMALL and spec not in quick]
-
-
-CASES = {name: matrix(kind) for name, kind in kinds.KINDS.items()}
+CASES = {name: kind.cases() for name, kind in kinds.KINDS.items()}   # each kind's full matrix
 IMPLS = implementations()
 BY_NAME = {impl.name: impl for impl in IMPLS}
 #: Worker processes for the matrix: the 2-core machine `nox -s tests` promises its time on.

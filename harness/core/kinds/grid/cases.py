@@ -1,7 +1,7 @@
 """Verify's grid cases: every convention and field variant, 2-D and 3-D, every dtype, cheap.
 
 About thirty specs, the largest about a million elements: every registered grid
-implementation runs all of them in verify (tests/test_implementations.py: those of at most 2^16).
+implementation runs all of them in tests/test_implementations.py.
 """
 
 from __future__ import annotations
