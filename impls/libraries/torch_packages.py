@@ -26,9 +26,11 @@ def _unscaled(spec: RotarySpec) -> Optional[str]:
 
 
 def _default_or_linear(spec: RotarySpec) -> Optional[str]:
-    """rope_type default/linear"""
+    """rope_type default/linear with factor >= 1 (RotaryEmbedding asserts interpolate_factor >= 1)"""
     if spec.rope_type not in ("default", "linear"):
         return f"has interpolate_factor (linear) only, got rope_type={spec.rope_type!r}"
+    if spec.rope_type == "linear" and spec.factor < 1:
+        return f"interpolate_factor must be >= 1 (it asserts so), got factor={spec.factor:g}"
     return None
 
 

@@ -21,6 +21,8 @@ def _interpolation(spec: RotarySpec) -> Optional[str]:
         return f"has interpolation_factor (linear) only, got rope_type={spec.rope_type!r}"
     if spec.factor < 1:
         return f"asserts interpolation_factor >= 1, got factor={spec.factor}"
+    if spec.rot <= 2:   # its base rescale divides by (dim - 2)
+        return f"divides by rotary_dim - 2 when built, so rotary_dim must be > 2, got {spec.rot}"
     return None
 
 
