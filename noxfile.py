@@ -169,16 +169,17 @@ def triton(session: nox.Session) -> None:
 #: A test here calls the judge in its own process (harness.core.checks.check, not check_callable's
 #: judge process), so mutmut sees which functions each test runs.
 _JUDGED = ("tests/test_judge_boundary.py", "tests/test_judge_nonfinite.py",
-           "tests/test_judge_parts.py", "tests/test_judge_verdicts.py")
+           "tests/test_judge_parts.py", "tests/test_judge_verdicts.py",
+           "tests/test_judge_reasons.py")
 JUDGE: dict[str, tuple[str, ...]] = {
     "harness/core/checks.py": (*_JUDGED, "tests/test_grid_checks.py", "tests/test_kinds.py",
                                "tests/test_rotary_forms.py"),
     "harness/core/observe.py": (*_JUDGED, "tests/test_judge_observe.py",
                                 "tests/test_rotary_forms.py"),
     "harness/core/inplace.py": ("tests/test_judge_observe.py", "tests/test_rotary_forms.py",
-                                "tests/test_judge_verdicts.py"),
+                                "tests/test_judge_verdicts.py", "tests/test_judge_reasons.py"),
     "harness/core/handover.py": ("tests/test_judge_inputs_rule.py", "tests/test_judge_observe.py",
-                                 "tests/test_judge_verdicts.py"),
+                                 "tests/test_judge_verdicts.py", "tests/test_judge_reasons.py"),
     "harness/core/kinds/table/reference.py": ("tests/test_reference.py",
                                               "tests/test_oracle_placement.py"),
     "harness/core/kinds/table/tolerance.py": ("tests/test_judge_tolerance.py",
