@@ -101,7 +101,7 @@ def show_plan(root: Path = ROOT) -> int:
             "started" if step.name in state.started else "to run")
         print(f"{step.name:16} {mark:8} ~{step.estimate_s:>4} s  {step.why}")
     left = sum(s.estimate_s for s in pending)
-    print(f"~{left / 60:.0f} min of commands left; a session lends ~30 min of device time, each "
+    print(f"~{left / 60:.0f} min of commands left; a session lends ~15 min of device time, each "
           "call's start (1-2 min) included")
     total = moved_bytes(root)
     problem = plan.carry_problem(total)

@@ -50,7 +50,7 @@ def test_a_step_longer_than_the_budget_still_starts_when_first():
 def test_every_step_fits_a_call_and_the_library_comparison_comes_first():
     assert all(s.estimate_s <= plan.CALL_BUDGET_S for s in plan.STEPS)
     assert len(set(NAMES)) == len(NAMES)
-    assert NAMES.index("apply-long") < NAMES.index("family") and NAMES[-1] == "family"
+    assert NAMES[:2] == ["verify", "apply-long"]     # a 15-minute lease answers these first
 
 
 def test_a_bench_step_writes_under_its_state_folder_within_the_budget_and_resumes(tmp_path):
