@@ -129,6 +129,32 @@ def test_compiled_llama_apply_takes_its_forms_on_the_cpu(monkeypatch, name):
     assert (result.status == "pass") == (spec.layout == "half" and spec.rotary_dim is None)
 
 
+def test_compiled_llama_apply_compiles_once_per_shape_past_dynamos_default_limit(monkeypatch):
+    """verify builds the compiled apply at many shapes in one process: with dynamo's limit at 2
+    (8 by default) a third shape would fail under fullgraph=True, as it did on the H200."""
+    import torch
+    import torch._dynamo
+
+    from harness.impls.libraries import transformers_compiled
+
+    compile_eager = torch.compile
+    monkeypatch.setattr(torch, "compile",
+                        lambda fn, **options: compile_eager(fn, **{**options, "backend": "eager"}))
+    for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit"):
+        if hasattr(torch._dynamo.config, name):
+            monkeypatch.setattr(torch._dynamo.config, name, 2)
+    torch._dynamo.reset()
+    registered = IMPLS["transformers-llama-rope-apply-compiled"]
+    build = functools.partial(transformers_compiled.build, device="cpu")
+    impl = Implementation(registered.name, "torch", "cpu", build, registered.supports_fn,
+                          workload="apply", kind="rotary", forms=registered.forms)
+    try:
+        for name in ("bshd-gqa-f32", "bshd-bf16", "bshd-llama3-f64"):
+            assert judge(impl, FORM_SPECS[name]).status == "pass", name
+    finally:
+        torch._dynamo.reset()
+
+
 def test_declared_forms():
     """What each kernel takes: the forms bench and verify hand it, never converted in a call."""
     forms = {name: impl.forms for name, impl in IMPLS.items()}

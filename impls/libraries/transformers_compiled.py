@@ -18,6 +18,11 @@ from harness.core.registry import register
 from ._common import LibrarySupports
 from ._kernel_inputs import CosSin, full_rotary
 
+#: verify and bench build this apply at dozens of shapes and dtypes in one process, where a model
+#: builds it at one: dynamo's default of 8 recompiles of a function then fails every case past
+#: the eighth under fullgraph=True (FailOnRecompileLimitHit, seen on an H200 on 2026-11-27).
+RECOMPILES = 1024
+
 COMPILED = LibrarySupports("transformers Llama (torch.compile)",
                            RotarySupports(layouts=("half",)), (full_rotary,))
 
@@ -37,6 +42,7 @@ def build(spec: RotarySpec, device: str = "cuda"):
     import torch
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
+    allow_recompiles(torch)
     cache = CosSin(spec, device, duplicated=True)
     unsqueeze_dim = 1 if spec.qk_layout == "bhsd" else 2
     compiled = torch.compile(apply_rotary_pos_emb, fullgraph=True, dynamic=False)
@@ -49,3 +55,11 @@ def build(spec: RotarySpec, device: str = "cuda"):
         return compiled(q, k, cos, sin, unsqueeze_dim=unsqueeze_dim)
 
     return apply
+
+
+def allow_recompiles(torch) -> None:
+    """Lift dynamo's recompile limits to RECOMPILES (never lower them): one compile per shape."""
+    config = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit"):
+        if hasattr(config, name):
+            setattr(config, name, max(getattr(config, name), RECOMPILES))
