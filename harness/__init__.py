@@ -12,6 +12,10 @@ unregistered callable as `verify` does, and return a `Check` (with the `grade` i
 
 from __future__ import annotations
 
+from harness.core.plugins import use_source_impls
+
+use_source_impls()   # before anything imports harness.impls: this checkout's, never another's
+
 from harness.core.api import assert_callable, check_callable
 from harness.core.checks import Check
 from harness.core.convert import dtype_name, to_numpy

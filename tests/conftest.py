@@ -12,8 +12,8 @@ settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
 
-# The built-in implementations import as harness.impls; from a source tree that was never
-# installed (a worktree, the GPU machine) that name exists only once the harness loads them.
+# Register the built-in implementations (harness.impls: this checkout's impls/, whatever an
+# editable install points at; harness.core.plugins.SourceImpls).
 from harness.core.plugins import load_builtins  # noqa: E402
 
 load_builtins()

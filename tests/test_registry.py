@@ -210,3 +210,38 @@ def test_a_cuda_twin_is_the_same_factory_called_on_the_gpu():
     assert gpu.supports_fn is cpu.supports_fn and gpu.origin == cpu.origin and "Says where" in gpu.doc
     built_in = REGISTRY.get("grid-torch-cuda")
     assert built_in.device == "cuda" and built_in.build.keywords == {"device": "cuda"}
+
+
+def test_a_checkout_registers_its_own_impls_whatever_an_editable_install_maps(tmp_path):
+    """A second checkout (a git worktree) of an editable install: harness.impls must be this
+    tree's impls/, not the tree the install points at (which here would raise)."""
+    import subprocess
+
+    other = tmp_path / "other" / "impls"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("raise RuntimeError('the other checkout was imported')\n")
+    root = Path(harness.__file__).resolve().parents[1]
+    script = textwrap.dedent(f"""
+        import importlib.util, sys
+        class Editable:   # what an editable finder does: maps the name to its own tree
+            @staticmethod
+            def find_spec(name, path=None, target=None):
+                if name == "harness.impls":
+                    return importlib.util.spec_from_file_location(
+                        name, {str(other / "__init__.py")!r},
+                        submodule_search_locations=[{str(other)!r}])
+        sys.meta_path.insert(0, Editable)
+        import harness.impls
+        print(harness.impls.__file__)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-800:]
+    assert Path(done.stdout.strip()) == root / "impls" / "__init__.py"
+
+
+def test_an_installed_harness_imports_harness_impls_as_installed(tmp_path):
+    from harness.core.plugins import SourceImpls, use_source_impls
+
+    before = [f for f in sys.meta_path if isinstance(f, SourceImpls)]
+    use_source_impls(tmp_path)   # no pyproject.toml, no impls/: an installed wheel's layout
+    assert [f for f in sys.meta_path if isinstance(f, SourceImpls)] == before

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.abc
 import importlib.util
 import os
 import sys
@@ -110,24 +111,40 @@ def load_entry_points() -> list[str]:
 BUILTINS = "harness.impls"
 
 
+class SourceImpls(importlib.abc.MetaPathFinder):
+    """harness.impls from the checkout this harness runs from. An editable install maps it to
+    the checkout it was installed from, so a second checkout or a git worktree would register
+    the other tree's implementations without a word; a source tree never installed has no
+    mapping at all."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def find_spec(self, name, path=None, target=None):
+        if name != BUILTINS:
+            return None
+        return importlib.util.spec_from_file_location(
+            BUILTINS, self.folder / "__init__.py", submodule_search_locations=[str(self.folder)])
+
+
+def use_source_impls(root: Path = Path(__file__).resolve().parents[2]) -> None:
+    """Put SourceImpls first on sys.meta_path when `root` is a checkout (pyproject.toml and
+    impls/ beside harness/); an installed wheel has neither, and imports harness.impls as is."""
+    folder = root / "impls"
+    if (root / "pyproject.toml").is_file() and (folder / "__init__.py").is_file() and not any(
+            isinstance(f, SourceImpls) for f in sys.meta_path):
+        sys.meta_path.insert(0, SourceImpls(folder))
+
+
 def load_builtins() -> None:
-    """Import harness.impls (registering every built-in); from a source tree that was never
-    installed, load the repository's impls/ folder under that name."""
+    """Import harness.impls, registering every built-in."""
     try:
         importlib.import_module(BUILTINS)
-        return
     except ModuleNotFoundError as exc:
         if exc.name != BUILTINS:
             raise
-    folder = Path(__file__).resolve().parents[2] / "impls"
-    spec = importlib.util.spec_from_file_location(BUILTINS, folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])
-    if spec is None or spec.loader is None:
         raise PluginError(f"the built-in implementations are missing: no {BUILTINS} installed "
-                          f"and no {folder}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[BUILTINS] = module
-    spec.loader.exec_module(module)
+                          "and no impls/ beside harness/") from None
 
 
 def load_all(extra: list[str] | tuple[str, ...] = ()) -> None:
