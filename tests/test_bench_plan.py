@@ -90,6 +90,17 @@ def test_the_default_batch_is_cut_at_the_largest_lengths_and_a_given_one_is_kept
     assert {c.batch for c in given} == {3}
 
 
+def test_a_batched_cell_over_the_element_cap_at_a_size_asked_for_is_a_skip_that_says_so():
+    from harness import implementations
+
+    impls = [i for i in implementations(()) if i.name == "rotary-numpy-apply-unfused"]
+    asked = plan(impls, Grid((1024, 4096), (128,), ("float32",), (1,), heads=8,
+                             max_elements=2**20))
+    timed = {c.length for c in asked.cells if not c.is_roof}
+    said = {c.length: why for c, why in asked.unsupported}
+    assert timed == {1024} and "raise --max-elements" in said[4096]
+
+
 def test_a_cell_proven_far_behind_at_the_next_smaller_size_is_left_out():
     from harness.bench.prune import FAR_SMALLER, behind_at_smaller
 

@@ -175,6 +175,10 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
                     if batched and grid.batch is None:
                         cell = _fitted_batch(cell, grid.max_elements)
                     if batched and convention and cell.elements > BATCHED_ELEMENTS * grid.max_elements:
+                        if grid.lengths or grid.d_models:   # sizes asked for are never dropped unsaid
+                            yield cell, (f"writes {cell.elements:,} elements, over "
+                                         f"{BATCHED_ELEMENTS} x --max-elements {grid.max_elements:,}: "
+                                         "raise --max-elements to time it")
                         continue
                     yield cell, reason
 
