@@ -217,3 +217,20 @@ def test_the_first_screen_is_the_answer_then_links_to_every_section(text):
         assert f"(#{anchor(head)})" in lines[below]
     assert anchor("Accuracy at the same positions") == "accuracy-at-the-same-positions"
     assert "[report.html](report.html)" in text
+
+
+def test_a_kind_timed_only_in_another_convention_is_read_in_that_one():
+    """The GPU campaign times the apply as `gqa8-bshd` only (its skips say `neox`): the report
+    must read those rows, not find nothing to recommend."""
+    import pandas as pd
+
+    from harness.report import convention
+
+    rows = pd.DataFrame({
+        "kind": ["rotary"] * 3 + ["table"], "impl": ["a", "b", "c", "t"],
+        "convention": ["gqa8-bshd", "gqa8-bshd", "neox", "paper"],
+        "status": ["ok", "ok", "skip", "ok"], "dtype": "float32", "is_roof": False})
+    kept = convention.within(rows, None, "paper")
+    assert set(kept["impl"]) == {"a", "b", "t"}
+    both = rows.assign(status="ok")          # where the first convention was timed, it is read
+    assert set(convention.within(both, None, "paper")["impl"]) == {"c", "t"}
