@@ -316,3 +316,13 @@ def test_timed_convention_is_shown_when_not_the_papers(tmp_path, no_plots):
            "supports)" in section(text, "Recommendation")
     assert table_rows(section(text, "Accuracy vs speed"), "fast-good (concat)")
     assert "seed-numpy-stack (paper)" not in text
+
+
+def test_a_workload_whose_usual_choice_was_not_timed_claims_no_speedup_over_it(tmp_path, no_plots):
+    rows = [r for r in bench_rows(**SMALL) if r["impl"] != "seed-numpy-stack"]
+    text = build([write_run(tmp_path, bench=rows)]).read_text()
+    body = section(text, "Workload `table`")
+    assert "was not timed ok in this run" in body and "speedup is" not in body
+    timed = section(build([write_run(tmp_path, "run-b", bench=bench_rows(**SMALL))]).read_text(),
+                    "Workload `table`")
+    assert "speedup is seed-numpy-stack's median" in timed

@@ -96,11 +96,13 @@ def accuracy_vs_speed(trades: Sequence[Tradeoff], figures: Mapping[str, Path], o
 def workload(run: Run, name: str, baseline: str, figures: Mapping[str, Path], out: Path) -> str:
     """Median, speedup and roof pivots of one workload, per dtype x threads, with its plots."""
     rows = run.bench[run.bench["workload"] == name]
+    ran = speedup(run.bench, baseline).loc[rows.index].notna().any()
+    versus = (f"speedup is {baseline}'s median over the implementation's (> 1x: faster)" if ran
+              else f"no speedup: the usual choice, {baseline}, was not timed ok in this run")
     blocks = [markdown.heading(2, f"Workload `{name}`"), (
         f"Median time per call (`{pivots.NOISY_MARK}`: noisy, IQR/median > "
-        f"{units.NOISY_IQR:.0%}); speedup is {baseline}'s median over the implementation's "
-        f"(> 1x: faster); *time / roof* is the implementation's median over {ROOF}, timed in "
-        "the same run (1x: at the memory limit). Rows fastest first.")]
+        f"{units.NOISY_IQR:.0%}); {versus}; *time / roof* is the implementation's median over "
+        f"{ROOF}, timed in the same run (1x: at the memory limit). Rows fastest first.")]
     blocks += [markdown.image(figures[key], out, key) for key in
                (f"{kind}-{name}" for kind in ("time", "speedup", "roof", "threads")) if key in figures]
     for dtype, threads, group in groups(rows):
