@@ -7,7 +7,8 @@ a table to its input (`forward`) as the bare `x + pe` of the same arrays (the ta
 built), one that reads its inputs and writes them back (a rotary `apply`) as a bare
 read-modify-write pass over them (`_scale_pass`, `_scale_recycled`): once into fresh memory and
 once into memory the previous call let go (see `_recycled`); `roof_ratio` divides by the
-fastest. A workload that declares its `angles` also gets a compute roof (`_sincos`). Roofs live
+fastest. The fresh ones are also a first call's yardstick (the report's roof table): `_fresh`
+writes into `np.empty` memory in every dtype, as the Numba kernels allocate theirs. A workload that declares its `angles` also gets a compute roof (`_sincos`). Roofs live
 in their own registry (`ROOF_REGISTRY`): they are bench's yardstick, not implementations users
 choose between, and never run in verify. A roof's name ends in its workload's `roof_ending`
 (`roof-numpy-fill-cache`; the 1-D table's kept their short names).
@@ -51,39 +52,6 @@ def as_result(work: kinds.Workload) -> Callable[[Any], Any]:
     if work.parts:
         return tuple
     return lambda out: out
-
-
-def numpy_fill(work: kinds.Workload):
-    def build(spec: Any):
-        """np.empty + fill: allocate the table and write each element once."""
-        shape, dtype, result = output_shape(work, spec), np.dtype(spec.dtype), as_result(work)
-
-        def fill():
-            out = np.empty(shape, dtype)
-            out.fill(1.0)
-            return result(out)
-
-        return fill
-
-    return build
-
-
-def numpy_torch_fill(work: kinds.Workload):
-    def build(spec: Any):
-        """np.empty (huge pages) faulted in by one thread, then torch's multi-threaded fill_:
-        the allocate-and-fill limit at several threads, where a one-thread fill is no bound."""
-        import torch
-
-        shape, dtype, result = output_shape(work, spec), np.dtype(spec.dtype), as_result(work)
-
-        def fill():
-            out = first_touch(np.empty(shape, dtype))
-            torch.from_numpy(out).fill_(1.0)
-            return result(out)
-
-        return fill
-
-    return build
 
 
 def numpy_add(spec: Any, x: np.ndarray):
@@ -170,6 +138,37 @@ def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
             return call
 
         build.__doc__ = write_into.__doc__
+        return build
+
+    return of
+
+
+def _fresh(write_into: Callable[..., Callable[[np.ndarray], Any]], touch: bool = False):
+    """The same write into fresh memory every call: `np.empty` (NumPy asks for huge pages), of
+    the host dtype (bfloat16: uint16 bits handed back as torch's bfloat16 view), as the Numba
+    kernels allocate theirs: an allocate-and-fill of the same bytes, the yardstick of a one-off
+    build (a first call). `touch`: its pages faulted in by this thread first (`first_touch`),
+    as those kernels do before a threaded pass. Above glibc's mmap threshold (32 MiB) every
+    call gets fresh pages; below it malloc recycles, as it does for every implementation."""
+
+    def of(work: kinds.Workload):
+        def build(spec: Any, *x: np.ndarray):
+            shape, host = x[0].shape if x else output_shape(work, spec), host_dtype(spec.dtype)
+            write = write_into(spec, *x)
+            result = (lambda out: out) if x else as_result(work)
+            if spec.dtype == "bfloat16":
+                parts = result
+                result = lambda out: parts(_bfloat16(out))   # noqa: E731
+
+            def call():
+                out = np.empty(shape, host)
+                write(first_touch(out) if touch else out)
+                return result(out)
+
+            return call
+
+        build.__doc__ = ("np.empty, " + ("faulted in by one thread, " if touch else "")
+                         + "then " + (write_into.__doc__ or "").replace(" into recycled memory", ""))
         return build
 
     return of
@@ -268,6 +267,23 @@ def _scale_recycled(threaded: bool):
     return build
 
 
+def _scale_numpy_torch(spec: Any, *inputs: np.ndarray):
+    """q * 2 and k * 2 by torch's threaded mul into fresh `np.empty` arrays (huge pages; bfloat16
+    as uint16 bits), the memory the Numba kernels hand back: an apply's first-call yardstick"""
+    import torch
+
+    dtype, host = getattr(torch, spec.dtype), host_dtype(spec.dtype)
+    given = _passed(inputs)
+    tensors = [torch.from_numpy(a).to(dtype) for a in given]
+    view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
+
+    @torch.no_grad()
+    def scale():
+        return tuple(torch.mul(t, 2, out=view(np.empty(a.shape, host))) for t, a in zip(tensors, given))
+
+    return scale
+
+
 def _device_copy(spec: Any, *inputs: np.ndarray):
     """q and k copied on the device into fresh tensors: the copy of the same bytes a rotation
     reads and writes, the yardstick a GPU kernel is set against (in place or not)."""
@@ -333,9 +349,9 @@ ROOFS: dict[str, tuple[Roof, ...]] = {
     kinds.WRITES: (
         ("roof-torch-fill", "torch", "cpu", _torch_fill("cpu"), TORCH_DTYPES, None),
         ("roof-torch-cuda-fill", "torch", "cuda", _torch_fill("cuda"), TORCH_DTYPES, None),
-        ("roof-numpy-fill", "numpy", "cpu", numpy_fill, NUMPY_DTYPES, None),
-        # np.empty has no bfloat16; the recycled fills hold its bits in uint16
-        ("roof-numpy-torch-fill", "torch", "cpu", numpy_torch_fill, NUMPY_DTYPES, None),
+        # np.empty has no bfloat16: these fills hold its bits in uint16, as the Numba kernels do
+        ("roof-numpy-fill", "numpy", "cpu", _fresh(_fill_numpy), TORCH_DTYPES, None),
+        ("roof-numpy-torch-fill", "torch", "cpu", _fresh(_fill_torch, touch=True), TORCH_DTYPES, None),
         ("roof-recycled-fill", "numpy", "cpu", _recycled(_fill_numpy), TORCH_DTYPES, None),
         ("roof-recycled-torch-fill", "torch", "cpu", _recycled(_fill_torch), TORCH_DTYPES, None),
     ),
@@ -344,6 +360,7 @@ ROOFS: dict[str, tuple[Roof, ...]] = {
         ("roof-torch-add", "torch", "cpu", _same(_torch_forward("cpu", "add")), TORCH_DTYPES, None),
         ("roof-torch-cuda-add", "torch", "cuda", _same(_torch_forward("cuda", "add")), TORCH_DTYPES, None),
         ("roof-torch-cuda-copy", "torch", "cuda", _same(_torch_forward("cuda", "copy")), TORCH_DTYPES, None),
+        ("roof-numpy-torch-add", "torch", "cpu", _fresh(_add_torch), TORCH_DTYPES, None),
         ("roof-recycled-add", "numpy", "cpu", _recycled(_add_numpy), NUMPY_DTYPES, None),
         ("roof-recycled-torch-add", "torch", "cpu", _recycled(_add_torch), TORCH_DTYPES, None),
     ),
@@ -351,6 +368,7 @@ ROOFS: dict[str, tuple[Roof, ...]] = {
         ("roof-numpy-scale", "numpy", "cpu", _same(_scale_pass("numpy")), NUMPY_DTYPES, True),
         ("roof-torch-scale", "torch", "cpu", _same(_scale_pass("cpu")), TORCH_DTYPES, True),
         ("roof-torch-cuda-scale", "torch", "cuda", _same(_scale_pass("cuda")), TORCH_DTYPES, True),
+        ("roof-numpy-torch-scale", "torch", "cpu", _same(_scale_numpy_torch), TORCH_DTYPES, True),
         ("roof-torch-cuda-copy", "torch", "cuda", _same(_device_copy), TORCH_DTYPES, True),
         # the recycled passes write q and k into one buffer: k with q's heads only
         ("roof-recycled-scale", "numpy", "cpu", _same(_scale_recycled(False)), NUMPY_DTYPES, False),
