@@ -199,3 +199,13 @@ def test_too_many_timesteps_are_refused_before_they_are_built(make):
     """10**10 timesteps would take hundreds of GB as a tuple before __post_init__ saw them."""
     with pytest.raises(ValueError, match=r"a 10000000000 x 8 float64 embedding needs"):
         make(10**10, 8)
+
+
+def test_random_cases_stay_within_the_angles_the_float32_contract_bounds():
+    """scale x t of a random case stays within RANDOM_ANGLE_SPANS' largest (models' spans and
+    past): a draw of t 4000 at scale 1000 (4e6 rad) failed every honest float32 implementation."""
+    from harness.core.kinds.timestep.cases import RANDOM_ANGLE_SPANS, random_timestep_specs
+
+    specs = random_timestep_specs(400, seed=3)
+    assert max(s.max_angle for s in specs) <= max(RANDOM_ANGLE_SPANS) * (1 + 1e-12)
+    assert any(s.scale == 1000.0 for s in specs) and any(s.max_angle > 1000 for s in specs)
