@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+from ._numba_cache import njit as cached_njit
 
 HALF_DTYPES = ("float16", "bfloat16")
 #: Every dtype a codec exists for.
@@ -91,10 +92,8 @@ def _intrinsics():
 @functools.cache
 def codecs() -> dict[str, Codec]:
     """One Codec per dtype, compiled once per process."""
-    import numba
-
     f16_bits, f16_value, bf16_bits, bf16_value = _intrinsics()
-    inline = functools.partial(numba.njit, inline="always", cache=False)
+    inline = cached_njit(inline="always")
 
     @inline
     def same(x):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from ._numba_cache import njit as cached_njit
 
 TWO_OVER_PI = 2.0 / math.pi
 PI_OVER_2_HI = 1.5707963267948966          # float64(pi/2)
@@ -33,14 +34,13 @@ COS = (4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5)
 @functools.cache
 def sincos():
     """The inlined `sincos(x) -> (sin x, cos x)` as float32, x float64 (numba imported here)."""
-    import numba
     import numpy as np
 
     s1, s2, s3 = (np.float32(c) for c in SIN)
     c1, c2, c3 = (np.float32(c) for c in COS)
     half, one = np.float32(0.5), np.float32(1.0)
 
-    @numba.njit(inline="always", fastmath={"contract"}, cache=False)
+    @cached_njit(inline="always", fastmath={"contract"})
     def sincos32(x):
         q = np.rint(x * TWO_OVER_PI)
         r = np.float32((x - q * PI_OVER_2_HI) - q * PI_OVER_2_LO)

@@ -29,6 +29,7 @@ from harness.util.recycle import RecycledBuffers
 from .._numba_half import Storage, codecs
 from .._numba_sincos import sincos
 from ._axes import frequencies, positions, segments
+from .._numba_cache import njit as cached_njit
 
 #: The row pass decomposes a row into (t, y, x): grids are padded to three axes.
 AXES = 3
@@ -42,7 +43,7 @@ def _jit(dtype: str) -> SimpleNamespace:
     sincos32, store = sincos(), codecs()[dtype].store
     exact = dtype == "float64"
 
-    @numba.njit(inline="always", fastmath={"contract"}, cache=False)
+    @cached_njit(inline="always", fastmath={"contract"})
     def axis_row(first, second, p, freq, h):
         """first[k], second[k] = sin, cos (or the pair) of p * freq[k], k < h, in the dtype."""
         for k in range(h):
@@ -53,7 +54,7 @@ def _jit(dtype: str) -> SimpleNamespace:
             first[k] = store(s)
             second[k] = store(c)
 
-    @numba.njit(parallel=True, fastmath={"contract"}, cache=False)
+    @cached_njit(parallel=True, fastmath={"contract"})
     def fill(out, tables, pos, freq, sizes, halves, segs, interleaved, cos_first, extra):
         """tables[a, i] = axis a's embedding of index i; out[extra + r] = the blocks of r's point."""
         total = sizes[0] + sizes[1] + sizes[2]

@@ -23,6 +23,7 @@ import functools
 from types import SimpleNamespace
 
 from ._kernels import BLOCK, FASTMATH, common
+from .._numba_cache import njit as cached_njit
 
 
 @functools.cache
@@ -37,7 +38,7 @@ def apply_kernels(dtype: str = "float32") -> SimpleNamespace:
     store, load = codec.store, codec.load
     shared = common()
     angle_row, chunks = shared.angle_row, shared.chunks
-    njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
+    njit = cached_njit(fastmath=FASTMATH)
 
     @njit
     def angles(ids, p0, p1, tables, c, s):
@@ -96,20 +97,28 @@ def apply_kernels(dtype: str = "float32") -> SimpleNamespace:
                 i, h = (p0 + u, v) if seq_first else (p0 + v, u)
                 rotate_row(o[b, i, h] if seq_first else o[b, h, i], c[i - p0], s[i - p0], n, interleaved)
 
-    def sweep(fill, q, k, oq, ok, ids, tables, n, interleaved, seq_first, in_place, work):
-        """q, k rotated into oq, ok (in place: oq is q, ok is k); position ids `[1 or batch, seq]`;
-        `work`: an empty array of the dtype the cos/sin are computed in."""
-        batch, seq, shared = q.shape[0], ids.shape[1], ids.shape[0] == 1
-        per_row = (seq + BLOCK - 1) // BLOCK
-        nchunks, per, units = chunks(ids.shape[0] * per_row)
-        for t in numba.prange(nchunks):
-            c, s = np.empty((BLOCK, n), work.dtype), np.empty((BLOCK, n), work.dtype)
-            for unit in range(t * per, min(units, (t + 1) * per)):
-                row, blk = unit // per_row, unit % per_row
-                p0, p1 = blk * BLOCK, min(seq, (blk + 1) * BLOCK)
-                fill(ids[row], p0, p1, tables, c, s)
-                for b in range(0 if shared else row, batch if shared else row + 1):
-                    rotate_block(q, oq, b, p0, p1, c, s, n, interleaved, in_place, seq_first)
-                    rotate_block(k, ok, b, p0, p1, c, s, n, interleaved, in_place, seq_first)
+    def sweep_with(fill):
+        """The sweep with `fill` (angles or gather) captured, not passed: a kernel passed as an
+        argument has a type that differs in every process, which keeps Numba's cache from ever
+        hitting (impls/_numba_cache.py)."""
+        def sweep(q, k, oq, ok, ids, tables, n, interleaved, seq_first, in_place, work, threads):
+            """q, k rotated into oq, ok (in place: oq is q, ok is k); position ids
+            `[1 or batch, seq]`; `work`: an empty array of the dtype the cos/sin are computed
+            in; `threads`: numba's thread count (harness.impls.rotary._kernels.run)."""
+            batch, seq, shared = q.shape[0], ids.shape[1], ids.shape[0] == 1
+            per_row = (seq + BLOCK - 1) // BLOCK
+            nchunks, per, units = chunks(ids.shape[0] * per_row, threads)
+            for t in numba.prange(nchunks):
+                c, s = np.empty((BLOCK, n), work.dtype), np.empty((BLOCK, n), work.dtype)
+                for unit in range(t * per, min(units, (t + 1) * per)):
+                    row, blk = unit // per_row, unit % per_row
+                    p0, p1 = blk * BLOCK, min(seq, (blk + 1) * BLOCK)
+                    fill(ids[row], p0, p1, tables, c, s)
+                    for b in range(0 if shared else row, batch if shared else row + 1):
+                        rotate_block(q, oq, b, p0, p1, c, s, n, interleaved, in_place, seq_first)
+                        rotate_block(k, ok, b, p0, p1, c, s, n, interleaved, in_place, seq_first)
 
-    return SimpleNamespace(angles=angles, gather=gather, sweep=njit(parallel=True)(sweep))
+        return njit(parallel=True)(sweep)
+
+    return SimpleNamespace(angles=angles, gather=gather,
+                           sweeps={angles: sweep_with(angles), gather: sweep_with(gather)})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from types import SimpleNamespace
+from .._numba_cache import njit as cached_njit
 
 FASTMATH = {"contract"}   # fuse a*b + c into an FMA; no reassociation, no unsafe math
 #: Positions per block: apply's per-thread cos/sin tables (256 x n_freq each, 128 KiB in float32
@@ -34,7 +35,7 @@ def common() -> SimpleNamespace:
     """What the cache and apply kernels share: `angle_row` and `chunks` (numba is imported only here)."""
     import numba
 
-    njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
+    njit = cached_njit(fastmath=FASTMATH)
 
     @njit(inline="always")
     def angle_row(index, i, tables, c, s):
@@ -50,9 +51,11 @@ def common() -> SimpleNamespace:
             s[f] = b[f] * x[f] + a[f] * y[f]
 
     @njit
-    def chunks(units):
-        """(chunks, units per chunk, units): one chunk per thread, so scratch is allocated once each."""
-        threads = max(1, min(numba.get_num_threads(), units))
+    def chunks(units, threads):
+        """(chunks, units per chunk, units): one chunk per thread, so scratch is allocated once
+        each. `threads` comes from the caller (`run`): numba.get_num_threads() inside a kernel
+        is a dynamic global, which keeps it out of Numba's on-disk cache."""
+        threads = max(1, min(threads, units))
         return threads, (units + threads - 1) // threads, units
 
     return SimpleNamespace(angle_row=angle_row, chunks=chunks)
@@ -70,7 +73,7 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
     store = codecs()[dtype].store
     shared = common()
     angle_row, chunks = shared.angle_row, shared.chunks
-    njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
+    njit = cached_njit(fastmath=FASTMATH)
 
     @njit
     def cache_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved):
@@ -103,11 +106,11 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
                 for f in range(n):
                     out_s[i, n + f] = out_s[i, f]
 
-    def cache(out_c, out_s, index, tables, interleaved, work):
+    def cache(out_c, out_s, index, tables, interleaved, work, threads):
         """Row p of the cos/sin cache is position offset + index[p]; `work`: an empty array of
-        the dtype the cos/sin are computed in."""
+        the dtype the cos/sin are computed in; `threads`: numba's thread count (`run`)."""
         nblocks = (index.size + BLOCK - 1) // BLOCK
-        nchunks, per, nblocks = chunks(nblocks)
+        nchunks, per, nblocks = chunks(nblocks, threads)
         for t in numba.prange(nchunks):
             c, s = np.empty(tables[1].shape[1], work.dtype), np.empty(tables[1].shape[1], work.dtype)
             for blk in range(t * per, min(nblocks, (t + 1) * per)):
@@ -117,15 +120,17 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
     return SimpleNamespace(cache=njit(parallel=True)(cache))
 
 def run(kernel, elements: int, *args) -> None:
-    """kernel(*args) on every thread numba has, or on one for fewer than SERIAL_BELOW elements."""
-    if elements >= SERIAL_BELOW:
-        kernel(*args)
-        return
+    """kernel(*args, threads) on every thread numba has, or on one for fewer than SERIAL_BELOW
+    elements (the kernel is told the count: asking numba inside it would keep it out of the
+    on-disk cache)."""
     import numba
 
     threads = numba.get_num_threads()
+    if elements >= SERIAL_BELOW:
+        kernel(*args, threads)
+        return
     numba.set_num_threads(1)
     try:
-        kernel(*args)
+        kernel(*args, 1)
     finally:
         numba.set_num_threads(threads)

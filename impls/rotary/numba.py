@@ -88,7 +88,7 @@ class Rotary:
 
     def _sweep(self, fill, q, k, ids, tables, in_place: bool = False) -> tuple[np.ndarray, np.ndarray]:
         oq, ok = (q, k) if in_place else (self.empty(q.shape, 0), self.empty(k.shape, 1))
-        run(self.apply.sweep, q.size + k.size, fill, q, k, oq, ok, ids, tables, self.spec.n_freq,
+        run(self.apply.sweeps[fill], q.size + k.size, q, k, oq, ok, ids, tables, self.spec.n_freq,
             self.interleaved, self.seq_first, in_place, self.work)
         return oq, ok
 

@@ -9,14 +9,14 @@ import numpy as np
 from harness import Spec, register
 
 from ._assemble import EVERY_CONVENTION
+from .._numba_cache import njit as cached_njit
 
 
 @functools.cache
 def _kernel():
     """Compile once per process: the loop writes sin/cos straight into their columns."""
-    import numba
 
-    @numba.njit(cache=False)
+    @cached_njit()
     def direct(out, inv_freq, first_cols, second_cols, offset, scale, cos_first):
         length = out.shape[0]
         n_second = second_cols.shape[0]

@@ -40,6 +40,7 @@ from harness.util.recycle import RecycledBuffers
 from .._numba_half import DTYPES, HALF_DTYPES, Storage, codecs
 from ._assemble import EVERY_CONVENTION as CONVENTIONS
 from ._angle_addition import column_steps
+from .._numba_cache import njit as cached_njit
 
 #: Rows per block: X, Y of 32 x 1024 float32 is 256 KiB, resident in L2 while a block is written.
 BLOCK = 32
@@ -60,7 +61,7 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
     and float64 share one set, each half dtype has its own, its store and load inlined."""
     import numba
 
-    njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
+    njit = cached_njit(fastmath=FASTMATH)
     codec = codecs()[dtype]
     store, load = codec.store, codec.load
 
@@ -101,7 +102,7 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
         return X, Y, np.cos(np.outer(steps, w)), np.sin(np.outer(steps, w))
 
     @njit(parallel=True)
-    def sweep(out, x, w, a, b, offset, X, Y, cos_steps, sin_steps):
+    def sweep(out, x, w, a, b, offset, X, Y, cos_steps, sin_steps, threads):
         """out[n, p] = PE[p] (x is None) or x[n, p] + PE[p]; X, Y's dtype is the arithmetic's.
 
         A block's start row (P, Q) is one angle-addition step from the last anchor, a start
@@ -112,7 +113,7 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
         batch, length, d = out.shape
         block, anchor = X.shape[0], cos_steps.shape[0]
         nblocks = (length + block - 1) // block
-        nchunks = min(numba.get_num_threads(), nblocks)
+        nchunks = max(1, min(threads, nblocks))
         per = (nblocks + nchunks - 1) // nchunks
         for t in numba.prange(nchunks):   # the only parallel region: one fork/join per call
             P, Q = np.empty(d), np.empty(d)
@@ -148,6 +149,8 @@ def _work(spec: Spec) -> np.dtype:
 
 def _sweeper(spec: Spec, arithmetic: np.dtype):
     """Factory body shared by table and forward: compile for these types now, return run(out, x)."""
+    import numba
+
     kernels = _jit(spec.dtype if spec.dtype in HALF_DTYPES else "float32")
     steps = column_steps(spec)
     w, a, b = steps.column_w, steps.a, steps.b
@@ -159,8 +162,9 @@ def _sweeper(spec: Spec, arithmetic: np.dtype):
     X, Y, cos_steps, sin_steps = kernels.within_block(w, block, exact, anchor)
     X, Y = X.astype(arithmetic), Y.astype(arithmetic)
 
-    def run(out, x=None):
-        kernels.sweep(out, x, w, a, b, spec.offset, X, Y, cos_steps, sin_steps)
+    def run(out, x=None):   # the thread count from here: inside, it keeps the kernel uncached
+        kernels.sweep(out, x, w, a, b, spec.offset, X, Y, cos_steps, sin_steps,
+                      numba.get_num_threads())
         return out
 
     return run

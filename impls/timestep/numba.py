@@ -31,6 +31,7 @@ from harness.util.recycle import RecycledBuffers
 from .._numba_half import Storage, codecs
 from .._numba_sincos import sincos
 from ._common import blocks, frequencies, scaled_timesteps
+from .._numba_cache import njit as cached_njit
 
 FASTMATH = {"contract"}   # fuse a*b + c into an FMA; no reassociation, no unsafe math
 
@@ -40,7 +41,7 @@ def _jit(dtype: str) -> SimpleNamespace:
     """Compile the kernels once per process and output dtype's codec (numba imported here)."""
     import numba
 
-    njit = functools.partial(numba.njit, fastmath=FASTMATH, cache=False)
+    njit = cached_njit(fastmath=FASTMATH)
     sincos32, store = sincos(), codecs()[dtype].store
 
     @njit(parallel=True)
