@@ -11,7 +11,7 @@ The tables: below float64, a float64 angle reduced once for sin and cos and floa
 (impls/_numba_sincos.py: a few float32 ulps at any coordinate, vectorised, ~1 ns a pair),
 rounded once to the dtype (float16 and bfloat16 as uint16 bits, impls/_numba_half.py); float64
 output calls libm on the float64 angle. Fresh outputs are faulted in by one thread before the
-parallel pass (`first_touch`); `-recycled` writes into the memory of a grid the caller let go.
+parallel pass (`fresh_output`: when several threads write it); `-recycled` writes into the memory of a grid the caller let go.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 
 from harness import GridSupports, register
 from harness.core.kinds.grid import GridSpec
-from harness.util.memory import first_touch
+from harness.util.memory import fresh_output
 from harness.util.recycle import RecycledBuffers
 
 from .._numba_half import Storage, codecs
@@ -113,7 +113,9 @@ def _build(spec: GridSpec, recycle: bool):
     warm = GridSpec((1, 1), 4, dtype=spec.dtype)   # compiles for this dtype, untimed
     kernel(np.empty((1, 4), dtype), np.empty((AXES, 1, 2), dtype), *_arguments(warm))
     shape = (spec.rows, spec.d_model)
-    fresh = lambda: first_touch(np.empty(shape, dtype))   # noqa: E731
+    import numba
+
+    fresh = lambda: fresh_output(shape, dtype, numba.get_num_threads())   # noqa: E731
     empty = RecycledBuffers(shape, dtype, allocate=fresh).take if recycle else fresh
 
     def table():

@@ -10,7 +10,7 @@ read of q and k, one write of the outputs, like the fused rotary kernels of flas
 vLLM, in every form they take (FORMS: both layouts walked in their own order, k with fewer heads,
 position ids per sequence; `-inplace` rotates q and k where they are). Positions need not be
 sorted: each one finds its coarse and fine rows by division.
-Outputs are faulted in by one thread before the parallel pass (`first_touch`); the `-recycled`
+Outputs are faulted in by one thread before a parallel pass (`fresh_output`); the `-recycled`
 variants write into the memory of outputs the caller has let go (harness.util.recycle), which
 spares the page faults of a fresh mapping at every call, as numba-angleadd-recycled does.
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.registry import register
-from harness.util.memory import first_touch
+from harness.util.memory import fresh_output
 from harness.util.recycle import RecycledBuffers
 from .._numba_half import HALF_DTYPES, Storage
 from ._apply_kernels import apply_kernels
@@ -69,8 +69,10 @@ class Rotary:
     def empty(self, shape: tuple[int, ...], part: int) -> np.ndarray:
         """A fresh output faulted in by this thread (`first_touch`), or with `recycle` the memory
         of one the caller has let go (harness.util.recycle): no page faults on rebuilds."""
+        import numba
+
         dtype = self.storage.kernel
-        fresh = lambda: first_touch(np.empty(shape, dtype))   # noqa: E731
+        fresh = lambda: fresh_output(shape, dtype, numba.get_num_threads())   # noqa: E731
         if not self.recycle:
             return fresh()
         key = (shape, part)

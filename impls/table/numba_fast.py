@@ -3,8 +3,8 @@
 Why it is fast: per element it does two multiply-adds from tables that stay in
 L1/L2 (a block-start row P, Q of width d and a [block, d] table X, Y) and one
 store into the preallocated output; no transcendental, no temporary, no copy.
-One thread faults the output's pages in (`first_touch`), then threads take
-contiguous runs of blocks. A block's start row (P, Q) is one angle-addition step, by
+One thread faults the output's pages in (`first_touch`) when several will write it, then
+threads take contiguous runs of blocks (one thread faults them as it writes: `fresh_output`). A block's start row (P, Q) is one angle-addition step, by
 float64 tables computed directly in setup, from an anchor start computed directly (libm)
 every ANCHOR blocks: no recurrence drifts, at any length, and float64 output pays d sin/cos
 per ANCHOR_EXACT blocks instead of per block (that had been most of its time: 3.5-4.4x
@@ -34,7 +34,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from harness import Spec, register
-from harness.util.memory import first_touch
+from harness.util.memory import fresh_output
 from harness.util.recycle import RecycledBuffers
 
 from .._numba_half import DTYPES, HALF_DTYPES, Storage, codecs
@@ -178,8 +178,10 @@ def _warm(run, spec: Spec, x=None) -> None:
 
 def _outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.ndarray]:
     """Each call's output buffer: fresh, or recycled (harness.util.recycle). New memory is faulted
-    in by this thread before the parallel pass either way (`first_touch`)."""
-    fresh = lambda: first_touch(np.empty(shape, dtype))   # noqa: E731
+    in by this thread before a parallel pass either way (`fresh_output`)."""
+    import numba
+
+    fresh = lambda: fresh_output(shape, dtype, numba.get_num_threads())   # noqa: E731
     return RecycledBuffers(shape, dtype, allocate=fresh).take if recycle else fresh
 
 
