@@ -1,4 +1,4 @@
-"""nox sessions: `nox -s tests`, `nox -s verify`, `nox -s bench`, `nox -s report`, `nox -s libraries`,
+"""nox sessions: `nox -s tests`, `nox -s matrix`, `nox -s verify`, `nox -s bench`, `nox -s report`, `nox -s libraries`,
 `nox -s triton`, `nox -s mutants`.
 
 All sessions share one environment, `.nox/stack` (about 3 GB: torch, TensorFlow,
@@ -58,11 +58,26 @@ def harness(session: nox.Session, verb: str) -> None:
                 env=QUIET_TF)
 
 
+#: pytest-xdist: the tests in two processes, one per core of the 2-core machine the suite's time
+#: is promised on; tests marked xdist_group run in one process, in order (loadgroup).
+PARALLEL = ("-n", "2", "--dist", "loadgroup")
+
+
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """The test suite: correctness of every implementation, the harness, the reports."""
-    session.run(stack_python(session), "-m", "pytest", *session.posargs, external=True,
+    """The test suite: correctness of every implementation on each kind's representative cases,
+    the harness, the reports (`-- -n 0` runs it in one process)."""
+    session.run(stack_python(session), "-m", "pytest", *PARALLEL, *session.posargs, external=True,
                 env=QUIET_TF)
+
+
+@nox.session(venv_backend="none")
+def matrix(session: nox.Session) -> None:
+    """Every implementation on every case of its kind's full list, the random ones seeded (the
+    large cases in every dtype): what `nox -s tests` checks on representative cases only."""
+    session.run(stack_python(session), "-m", "pytest", "-p", "no:cacheprovider",
+                "tests/test_implementations.py", "--matrix", "full", *session.posargs,
+                external=True, env=QUIET_TF)
 
 
 @nox.session(venv_backend="none")

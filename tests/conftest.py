@@ -17,3 +17,9 @@ settings.load_profile("ci")
 from harness.core.plugins import load_builtins  # noqa: E402
 
 load_builtins()
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--matrix", choices=("representative", "full"), default="representative",
+                     help="tests/test_implementations.py's cases: each kind's representative ones "
+                          "(`nox -s tests`) or its full list with the random ones (`nox -s matrix`)")

@@ -4,8 +4,10 @@ Parametrized from the registry, so a new implementation is covered the day it
 is registered. An implementation unavailable here (no GPU) is skipped with its
 reason, never reported as passing.
 
-The matrix is each kind's full case list (every convention, field variant, form, dtype and
-large table; its random cases seeded, so a run is repeatable). Most of the time is JIT
+`nox -s tests` checks each kind's representative cases (`representative`: every convention,
+field variant and form in every dtype, the large tables and long contexts in float32);
+`nox -s matrix` (`--matrix full`, which CI runs too) checks the full case list (the large
+cases in every dtype, and the random cases, seeded so a run is repeatable). Most of the time is JIT
 compiling, which runs on one core: the verdicts are computed once, in two worker processes, by groups
 that share a backend and a kind (so one worker compiles a backend's kernels and imports it
 once), and each test reads its implementation's verdicts.
@@ -18,7 +20,7 @@ from __future__ import annotations
 import multiprocessing
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
-from typing import Sequence
+from typing import Any, Sequence
 
 import pytest
 
@@ -26,7 +28,10 @@ from harness import implementations
 from harness.core import kinds
 from harness.core.checks import Check, check
 
-CASES = {name: kind.cases() for name, kind in kinds.KINDS.items()}   # each kind's full matrix
+#: One xdist process runs the matrix (its verdicts fixture spreads it over WORKERS processes).
+pytestmark = pytest.mark.xdist_group("matrix")
+#: A case past this many elements is large: the representative matrix has it in float32 only.
+LARGE = 2**17
 IMPLS = implementations()
 BY_NAME = {impl.name: impl for impl in IMPLS}
 #: Worker processes for the matrix: the 2-core machine `nox -s tests` promises its time on.
@@ -36,18 +41,34 @@ WORKERS = 2
 HERE = ("numba",)
 
 
-def verdicts_of(names: Sequence[str]) -> dict[str, list[Check]]:
+def representative(kind: kinds.Kind) -> list[Any]:
+    """The kind's cases without the random ones, each large case in float32 only (the same
+    code path as in the other dtypes, where the small cases and the far offsets check them)."""
+    quick = {repr(spec) for spec in kind.cases(quick=True)}
+    return [spec for spec in kind.cases(n_random=0)
+            if spec.dtype == "float32" or spec.elements <= LARGE or repr(spec) in quick]
+
+
+def cases(matrix: str) -> dict[str, list[Any]]:
+    """Each kind's case list: `full` (every case, the random ones seeded) or `representative`."""
+    return {name: list(kind.cases()) if matrix == "full" else representative(kind)
+            for name, kind in kinds.KINDS.items()}
+
+
+def verdicts_of(names: Sequence[str], matrix: str) -> dict[str, list[Check]]:
     """Each named implementation checked on every case of its kind's matrix (run in a worker)."""
-    return {name: [check(BY_NAME[name], spec) for spec in CASES[BY_NAME[name].kind]]
+    specs = cases(matrix)
+    return {name: [check(BY_NAME[name], spec) for spec in specs[BY_NAME[name].kind]]
             for name in names}
 
 
-def groups(names: Sequence[str]) -> list[list[str]]:
+def groups(names: Sequence[str], matrix: str) -> list[list[str]]:
     """The implementations by (backend, kind), the largest share of the matrix first."""
     by_group: dict[tuple[str, str], list[str]] = defaultdict(list)
     for name in names:
         by_group[(BY_NAME[name].backend, BY_NAME[name].kind)].append(name)
-    return sorted(by_group.values(), key=lambda g: -len(g) * len(CASES[BY_NAME[g[0]].kind]))
+    sizes = {name: len(specs) for name, specs in cases(matrix).items()}
+    return sorted(by_group.values(), key=lambda g: -len(g) * sizes[BY_NAME[g[0]].kind])
 
 
 @pytest.fixture(scope="session")
@@ -57,14 +78,15 @@ def verdicts(request) -> dict[str, list[Check] | BaseException]:
     wanted = sorted({item.callspec.params["impl"].name for item in request.session.items
                      if item.originalname == "test_implementation_matches_reference"
                      and item.callspec.params["impl"].available})
-    parts = groups(wanted)
+    matrix = request.config.getoption("matrix")
+    parts = groups(wanted, matrix)
     if len(parts) < 2:
-        return verdicts_of(wanted)
+        return verdicts_of(wanted, matrix)
     here = [part for part in parts if BY_NAME[part[0]].backend in HERE]
     found: dict[str, list[Check] | BaseException] = {}
     with ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(verdicts_of, part): part for part in parts if part not in here}
-        found.update(verdicts_of([name for part in here for name in part]))
+        futures = {pool.submit(verdicts_of, part, matrix): part for part in parts if part not in here}
+        found.update(verdicts_of([name for part in here for name in part], matrix))
         for future, part in futures.items():
             try:
                 found.update(future.result())
@@ -90,7 +112,7 @@ def test_seeds_run_their_own_convention(impl):
     """The seeds pass the paper (000/001/003/004) or the half-1 schedule (002) in float32."""
     if not impl.available:
         pytest.skip(impl.unavailable_reason())
-    spec = CASES["table"][0].replace(length=1500, d_model=128, dtype="float32")
+    spec = kinds.KINDS["table"].cases()[0].replace(length=1500, d_model=128, dtype="float32")
     if impl.name.endswith("-cat"):
         spec = spec.replace(layout="concat", freq_shift=1)
     assert check(impl, spec).status == "pass"
