@@ -108,6 +108,42 @@ def test_prediction_is_affine_through_the_two_largest_smaller_cells():
     assert guess.cell_s == pytest.approx(TIMING.cell_seconds(guess.call_s))
 
 
+def test_a_slow_call_is_timed_in_min_rounds_without_calibration_or_a_closing_call():
+    """A call whose min_rounds already fill max_time: pytest-benchmark's calibration call and
+    closing call would add two calls to the cell and nothing to its rounds."""
+    from harness.bench import modes
+
+    class Counting:
+        def __init__(self) -> None:
+            self.calls, self.how = 0, ""
+
+        def __call__(self, target):        # pytest-benchmark: calibrate, rounds, one call more
+            self.how = "calibrated"
+            for _ in range(1 + 5 + 1):
+                out = target()
+            return out
+
+        def pedantic(self, target, setup, rounds, iterations, warmup_rounds):
+            self.how = f"pedantic {rounds} {iterations} {warmup_rounds}"
+            assert setup is None
+            for _ in range(warmup_rounds + rounds):
+                out = target()
+            return out
+
+    def target() -> int:
+        bench.calls += 1
+        return bench.calls
+
+    bench = Counting()
+    assert modes.rounds_for("", target, "numpy", "cpu", 0.03, 0.1, 5).run(bench) == 5
+    assert bench.how == "pedantic 5 1 0" and bench.calls == 5
+    bench = Counting()
+    modes.rounds_for("", target, "numpy", "cpu", 0.001, 0.1, 5).run(bench)
+    assert bench.how == "calibrated"                 # fast: pytest-benchmark sizes the rounds
+    assert TIMING.cell_seconds(0.03) == pytest.approx(5 * 0.03 + 3 * 0.03)
+    assert TIMING.cell_seconds(0.001) == pytest.approx(0.1 + 5 * 0.001)
+
+
 def test_prediction_with_one_cell_is_proportional_and_ignores_other_implementations():
     history = [ok(cell(64, 64), 1e-3), ok(cell(64, 64, impl="b"), 1.0)]
     assert budget.predict(cell(128, 64), history, TIMING).call_s == pytest.approx(2e-3)

@@ -90,16 +90,17 @@ class Rounds:
 
     target: Callable[[], Any]
     setup: Optional[Callable[[], None]] = None
-    rounds: int = 0
+    rounds: int = 0             # 0: pytest-benchmark calibrates and chooses
     calls: int = 1
+    warmup: int = 1             # untimed rounds first (pedantic rounds only)
 
     def run(self, benchmark: Any) -> Any:
         """Time the rounds; returns what a call under pytest-benchmark returned (its last round,
         or one more call it makes with its machinery on the stack)."""
-        if self.setup is None:
+        if not self.rounds:
             return benchmark(self.target)
         return benchmark.pedantic(self.target, setup=self.setup, rounds=self.rounds,
-                                  iterations=1, warmup_rounds=1)
+                                  iterations=1, warmup_rounds=self.warmup)
 
 
 def rounds_for(mode: str, fn: Callable[[], Any], backend: str, device: str,
@@ -127,7 +128,18 @@ def rounds_for(mode: str, fn: Callable[[], Any], backend: str, device: str,
         return Rounds(call, setup, min(max(count, min_rounds), MAX_FLUSH_ROUNDS))
     if fresh is not None:
         return Rounds(call, synced(fresh, device, backend), min(max(count, min_rounds), MAX_FRESH_ROUNDS))
+    if slow(call_s, max_time, min_rounds):
+        return Rounds(call, rounds=min_rounds, warmup=0)
     return Rounds(call)
+
+
+def slow(call_s: float, max_time: float, min_rounds: int) -> bool:
+    """Whether a call takes so long that `min_rounds` rounds fill `max_time`: pytest-benchmark's
+    calibration (a call) would only confirm min_rounds, and its closing call (another) returns
+    what a round already did. Such a cell's rounds run as pedantic rounds instead: the same
+    rounds, timed by the same timer, two calls sooner (at the largest sizes a call takes 20 ms
+    to a second; the first, warm and peak-memory calls have warmed it already)."""
+    return call_s * min_rounds >= max_time
 
 
 def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness.bench.cells import Cell
+from harness.bench.modes import slow
 from harness.util import io
 
 
@@ -31,9 +32,11 @@ class Timing:
 
     def cell_seconds(self, call_s: float) -> float:
         """Wall time of a cell whose call takes `call_s`: rounds for max_time (at least
-        min_rounds), plus the untimed first call, the peak-memory call, pytest-benchmark's
+        min_rounds), plus the untimed first, warm and peak-memory calls and, where the rounds
+        are calibrated (not a slow call: harness.bench.modes.slow), pytest-benchmark's
         calibration call and its final call."""
-        return max(self.max_time, self.min_rounds * call_s) + 4 * call_s
+        calibrated = 0 if slow(call_s, self.max_time, self.min_rounds) else 2
+        return max(self.max_time, self.min_rounds * call_s) + (3 + calibrated) * call_s
 
 
 @dataclass(frozen=True)
