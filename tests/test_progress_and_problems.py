@@ -36,3 +36,23 @@ def test_first_problem_is_whole_in_files_and_below_the_terminal_table(tmp_path):
     assert "END" in below and all(len(line) <= verify.TERMINAL_WIDTH for line in below.splitlines())
     verify.write_outputs(checks, tmp_path)
     assert " END" in (tmp_path / "verify.md").read_text()
+
+
+def test_eta_weighs_the_cells_left_by_their_size():
+    """Ten small cells at 0.1 s each, then ten cells of a 64 MiB table at one thread (nine times
+    the weight): the ETA counts what is left by weight, not as ten more small cells."""
+    from harness.bench.cells import Cell
+    from harness.bench.progress import weight
+
+    small = [Cell(f"s{i}", "numpy", "cpu", "table", "paper", 64, 64, "float32", 1)
+             for i in range(10)]
+    large = [Cell(f"l{i}", "numpy", "cpu", "table", "paper", 16384, 1024, "float32", 1)
+             for i in range(10)]
+    assert weight(large[0]) == 9.0 and weight(small[0]) < 1.01
+    times = iter([0.0] + [0.1 * (i + 1) for i in range(10)])
+    progress = Progress(20, clock=lambda: next(times))
+    progress.expect(small + large)
+    for c in small:
+        progress.line({**row(0), "key": c.key, "bytes_out": c.bytes_out})
+    assert progress.left_s() > 10 * 9 * 0.099                       # not 10 x 0.1 s
+    assert set(progress.pending) == {c.key for c in large}

@@ -7,10 +7,11 @@ a pipe) the same facts as a few plain lines, at each quarter of the cells and
 at each post-step, with no control characters. A line per cell goes to the
 run's log file always, and to the screen with --verbose.
 
-The ETA adds what is left of the sweep (cells left times the median wall time
-between the last cells, harness.bench.progress) and what is left of the
-post-steps: each step's time in the newest earlier run under the same --out
-with the same --quick (post.json), or POST_GUESS_S where there is none.
+The ETA adds what is left of the sweep (the cells left, each weighed by its
+size, times the median wall time per weight of the last cells,
+harness.bench.progress) and what is left of the post-steps: each step's time
+in the newest earlier run under the same --out with the same --quick
+(post.json), or POST_GUESS_S where there is none.
 """
 
 from __future__ import annotations
@@ -86,9 +87,11 @@ class Console:
             while self.next_plain * self.progress.total <= self.progress.done:
                 self.next_plain += PLAIN_EVERY
 
-    def more_cells(self, n: int) -> None:
-        """Cells added to the run (measured again for load)."""
+    def more_cells(self, n: int, cells: Sequence[Any] = ()) -> None:
+        """`n` cells added to the run (planned, or measured again for load); `cells`, when
+        given, weigh each in the ETA by its size (harness.bench.progress)."""
         self.progress.total += n
+        self.progress.expect(cells)
         if self.bar is not None:
             self.bar.total = self.progress.total
             self._refresh()

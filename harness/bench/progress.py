@@ -1,10 +1,14 @@
 """One line per finished cell, with elapsed time and an ETA for the rest of the sweep.
 
-The ETA is the median wall time between the last cells finished times the
-cells left: a median, because the first cells of a sweep also pay for worker
-start-up and JIT compilation (the mean of the first cell alone once promised
-47 minutes for a 3-minute sweep), and no ETA at all until a few cells have
-finished. A timing the machine's load
+The ETA is the median wall time between the last cells finished, per unit of
+`weight`, times the weight of the cells left: a median, because the first cells
+of a sweep also pay for worker start-up and JIT compilation (the mean of the
+first cell alone once promised 47 minutes for a 3-minute sweep), and no ETA at
+all until a few cells have finished. A cell's weight grows with the bytes it
+writes per thread (`weight`): a sweep's small cells come first in every worker
+and its largest take several times as long, so a plain count of the cells left
+read "55s" with half the sweep's time still to come. Cells whose weight is not
+known (not announced with `expect`) weigh 1. A timing the machine's load
 may have distorted is marked `FLAGGED (why)` (harness.bench.contention).
 """
 
@@ -14,7 +18,7 @@ import math
 import statistics
 import time
 from collections import deque
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from harness.runs.flags import Running
 from harness.util.units import NOISY_IQR, seconds
@@ -32,6 +36,18 @@ def duration(seconds: float) -> str:
 
 #: Cells to finish before an ETA is shown, and how many recent gaps its median uses
 ETA_AFTER, ETA_WINDOW = 3, 25
+#: Bytes written per thread that cost a cell as much again as a small cell's fixed part
+#: (rounds for max_time, the checks): a 64 MiB table at one thread weighs 9, a small one 1.
+WEIGHT_BYTES = 8 << 20
+
+
+def weight(cell: Any) -> float:
+    """How long a cell (a Cell or its row) is expected to take, relative to a small one."""
+    get = cell.get if isinstance(cell, dict) else lambda name: getattr(cell, name, None)
+    try:
+        return 1.0 + float(get("bytes_out")) / max(1, int(get("threads"))) / WEIGHT_BYTES
+    except (TypeError, ValueError):
+        return 1.0
 
 
 class Progress:
@@ -42,8 +58,14 @@ class Progress:
         self.done = 0
         self.clock = clock
         self.started = self.last = clock()
-        self.gaps: deque[float] = deque(maxlen=ETA_WINDOW)
+        self.gaps: deque[float] = deque(maxlen=ETA_WINDOW)      # seconds per unit of weight
         self.flags = Running()
+        self.pending: dict[str, list[float]] = {}                # key -> weights of cells to come
+
+    def expect(self, cells: Iterable[Any]) -> None:
+        """Cells to come (counted in `total` already): their weights for the ETA."""
+        for cell in cells:
+            self.pending.setdefault(cell.key, []).append(weight(cell))
 
     def left_s(self) -> Optional[float]:
         """Seconds until the last cell (None until ETA_AFTER cells have finished)."""
@@ -51,7 +73,9 @@ class Progress:
             return 0.0
         if self.done < ETA_AFTER:
             return None
-        return statistics.median(self.gaps) * (self.total - self.done)
+        known = [w for ws in self.pending.values() for w in ws]
+        unknown = max(0, self.total - self.done - len(known))
+        return statistics.median(self.gaps) * (sum(known) + unknown)
 
     def eta(self) -> str:
         left = self.left_s()
@@ -62,7 +86,10 @@ class Progress:
         self.done += 1
         now = self.clock()
         elapsed = now - self.started
-        self.gaps.append(now - self.last)
+        waiting = self.pending.get(str(row.get("key")))
+        self.gaps.append((now - self.last) / (waiting.pop() if waiting else weight(row)))
+        if waiting == []:
+            del self.pending[str(row.get("key"))]
         self.last = now
         width = len(str(self.total))
         what = (f"[{self.done:>{width}}/{self.total}] {row['impl']:<24} {row['workload']:<7} "

@@ -146,7 +146,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
     console.say(planned[0].split(": ")[0].strip())
     for line in planned:
         console.say(line, screen=False)
-    console.more_cells(sum(len(g.cells) for g in todo))
+    console.more_cells(sum(len(g.cells) for g in todo), [c for g in todo for c in g.cells])
     by_key = {c.key: c for c in cells.cells}
     retries = Retries(len(cells.cells), opts.attempts)
     number = [0]                        # the group now running (retries wait for a later one)
@@ -167,7 +167,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
         """Measure `cells_now` again, one worker per (backend, threads), counted as retries."""
         if not cells_now:
             return
-        console.more_cells(len(cells_now))
+        console.more_cells(len(cells_now), cells_now)
         console.say(f"bench: measuring {len(cells_now)} cell(s) again, flagged for load or noise",
                     screen=console.verbose)
         start = time.monotonic()
