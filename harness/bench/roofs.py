@@ -8,9 +8,10 @@ built), one that reads its inputs and writes them back (a rotary `apply`) as a b
 read-modify-write pass over them (`_scale_pass`, `_scale_recycled`): once into fresh memory and
 once into memory the previous call let go (see `_recycled`); `roof_ratio` divides by the
 fastest. The fresh ones are also a first call's yardstick (the report's roof table): `_fresh`
-writes into `np.empty` memory in every dtype, as the Numba kernels allocate theirs. A workload that declares its `angles` also gets a compute roof (`_sincos`). Roofs live
-in their own registry (`ROOF_REGISTRY`): they are bench's yardstick, not implementations users
-choose between, and never run in verify. A roof's name ends in its workload's `roof_ending`
+writes into `np.empty` memory in every dtype, as the Numba kernels allocate theirs. A workload
+that declares its `angles` also gets a compute roof (`_sincos`). Roofs live in their own
+registry (`ROOF_REGISTRY`): they are bench's yardstick, not implementations users choose
+between, and never run in verify. A roof's name ends in its workload's `roof_ending`
 (`roof-numpy-fill-cache`; the 1-D table's kept their short names).
 """
 

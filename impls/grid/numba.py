@@ -11,7 +11,8 @@ The tables: below float64, a float64 angle reduced once for sin and cos and floa
 (impls/_numba_sincos.py: a few float32 ulps at any coordinate, vectorised, ~1 ns a pair),
 rounded once to the dtype (float16 and bfloat16 as uint16 bits, impls/_numba_half.py); float64
 output calls libm on the float64 angle. Fresh outputs are faulted in by one thread before the
-parallel pass (`fresh_output`: when several threads write it); `-recycled` writes into the memory of a grid the caller let go.
+parallel pass when several threads write it (`fresh_output`); `-recycled` writes into the
+memory of a grid the caller let go.
 """
 
 from __future__ import annotations

@@ -3,11 +3,12 @@
 Why it is fast: per element it does two multiply-adds from tables that stay in
 L1/L2 (a block-start row P, Q of width d and a [block, d] table X, Y) and one
 store into the preallocated output; no transcendental, no temporary, no copy.
-One thread faults the output's pages in (`first_touch`) when several will write it, then
-threads take contiguous runs of blocks (one thread faults them as it writes: `fresh_output`). A block's start row (P, Q) is one angle-addition step, by
-float64 tables computed directly in setup, from an anchor start computed directly (libm)
-every ANCHOR blocks: no recurrence drifts, at any length, and float64 output pays d sin/cos
-per ANCHOR_EXACT blocks instead of per block (that had been most of its time: 3.5-4.4x
+One thread faults the output's pages in (`first_touch`) when several will write it (one
+thread faults them as it writes: `fresh_output`), then threads take contiguous runs of blocks.
+A block's start row (P, Q) is one angle-addition step, by float64 tables computed directly
+in setup, from an anchor start computed directly (libm) every ANCHOR blocks: no recurrence
+drifts, at any length, and float64 output pays d sin/cos per ANCHOR_EXACT blocks instead of
+per block (that had been most of its time: 3.5-4.4x
 the fill, now 2.5-3.2x, one thread, docs/fast.md). Within a block X, Y come from float64
 rotations (float32) or directly (float64). `numba-angleadd-recycled` runs
 the same kernel into the memory of a table the caller has let go
