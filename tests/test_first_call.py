@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -79,3 +81,23 @@ def test_fresh_output_faults_pages_in_only_for_several_threads():
     assert threaded.shape == alone.shape == (shape,) and alone.dtype == np.float32
     assert _resident(threaded) > 0.99
     assert _resident(alone) < 0.1
+
+
+def test_bfloat16_roofs_import_torch_in_setup_not_in_their_first_call():
+    """A bfloat16 roof hands back torch's view of its uint16 bits: torch is imported when it is
+    built, or the worker's first call of it pays the import (8 s, measured in a bench run)."""
+    script = textwrap.dedent("""
+        import sys
+        from harness.bench.roofs import ROOF_REGISTRY
+        from harness.core import kinds
+        assert "torch" not in sys.modules, "the precondition: nothing imported torch yet"
+        table = kinds.named("table")
+        spec = table.bench_spec(64, 64, "bfloat16", table.first_convention)
+        for name in ("roof-numpy-fill", "roof-recycled-fill"):
+            ROOF_REGISTRY.get(name).build(spec)
+        print("torch" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

@@ -114,6 +114,18 @@ def _bfloat16(out: np.ndarray):
     return torch.from_numpy(out).view(torch.bfloat16)
 
 
+def _hand_back(work: kinds.Workload, spec: Any, x: tuple) -> Callable[[np.ndarray], Any]:
+    """How a roof's host buffer is handed back: as it is (a forward's or an apply's shape), or
+    as the workload's parts; bfloat16 as torch's view of its uint16 bits, torch imported here in
+    setup so that the first call does not pay for the import."""
+    result = (lambda out: out) if x else as_result(work)
+    if spec.dtype != "bfloat16":
+        return result
+    import torch  # noqa: F401  (imported once here; _bfloat16's import is then a lookup)
+
+    return lambda out: result(_bfloat16(out))
+
+
 def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
     """A roof that writes into memory let go by the previous call (harness.util.recycle): the limit
     without page faults, which malloc gives every allocation below 32 MiB anyway and
@@ -126,10 +138,7 @@ def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
         def build(spec: Any, *x: np.ndarray):
             shape = x[0].shape if x else output_shape(work, spec)
             write, buffers = write_into(spec, *x), RecycledBuffers(shape, host_dtype(spec.dtype))
-            result = (lambda out: out) if x else as_result(work)
-            if spec.dtype == "bfloat16":
-                parts = result
-                result = lambda out: parts(_bfloat16(out))   # noqa: E731
+            result = _hand_back(work, spec, x)
 
             def call():
                 out = buffers.take()
@@ -156,10 +165,7 @@ def _fresh(write_into: Callable[..., Callable[[np.ndarray], Any]], touch: bool =
         def build(spec: Any, *x: np.ndarray):
             shape, host = x[0].shape if x else output_shape(work, spec), host_dtype(spec.dtype)
             write = write_into(spec, *x)
-            result = (lambda out: out) if x else as_result(work)
-            if spec.dtype == "bfloat16":
-                parts = result
-                result = lambda out: parts(_bfloat16(out))   # noqa: E731
+            result = _hand_back(work, spec, x)
 
             def call():
                 out = np.empty(shape, host)
