@@ -154,3 +154,22 @@ def test_conventions_measure_keeps_probe_order_through_isolation():
     here, _ = convention_matrix.build_tables(impls, grid, 30.0)
     there, _ = convention_matrix.build_tables(impls, grid, 30.0, isolate.Isolation())
     assert [(c.impl, c.probe, c.status) for c in here] == [(c.impl, c.probe, c.status) for c in there]
+
+
+def test_verify_starts_each_backend_once_for_every_kind(tmp_path, monkeypatch):
+    """One isolated pass over every kind: a backend's child (torch's or TensorFlow's imports,
+    seconds each) serves its implementations of every kind, not one child per kind."""
+    passes = []
+    real = isolate.run
+
+    def counting(impls, *args, **kwargs):
+        passes.append(sorted({i.kind for i in impls}))
+        return real(impls, *args, **kwargs)
+
+    monkeypatch.setattr(isolate, "run", counting)
+    code = main(["verify", "--quick", "--only", "numpy-stack", "--only", "rotary-numpy-cache",
+                 "--dtypes", "float32", "--random", "0", "--out", str(tmp_path)])
+    assert code == 0
+    assert passes == [["rotary", "table"]]
+    rows = pd.read_csv(tmp_path / "verify.csv")
+    assert set(rows["impl"]) == {"numpy-stack", "rotary-numpy-cache"}

@@ -11,7 +11,7 @@ child it runs in.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from harness.core import handover, isolate
 from harness.core.checks import Check, Expectation, expect, inputs, judge
@@ -26,21 +26,43 @@ def run(impls: Sequence[Implementation], specs: Sequence[Any], timeout_s: float 
     when `isolation` is given (a crash costs only that implementation's remaining cases), in
     this process otherwise; either way they only hand back what they returned
     (harness.core.observe), and the verdicts are made here (checks.judge)."""
-    specs = tuple(specs)
-    cases = _Cases(specs)
-    args = {w: cases.inputs(w) for w in dict.fromkeys(i.workload for i in impls)}
-    task = isolate.Task("harness.core.judged:impl_observations", (specs, args, timeout_s))
+    return run_by_kind(impls, {i.kind: specs for i in impls}, timeout_s, on_impl_done, isolation)
+
+
+def run_by_kind(impls: Sequence[Implementation], specs: Mapping[str, Sequence[Any]],
+                timeout_s: float = 120.0,
+                on_impl_done: Callable[[Implementation, list[Check]], None] | None = None,
+                isolation: Optional[isolate.Isolation] = None) -> list[Check]:
+    """`run`, each implementation on the specs of its kind, all kinds in one pass: a backend's
+    child process (its imports: seconds for torch or TensorFlow, its compiled kernels) serves
+    every kind, where a pass per kind started each backend once per kind."""
+    cases = {kind: _Cases(tuple(specs[kind])) for kind in dict.fromkeys(i.kind for i in impls)}
+    args = {kind: {w: cases[kind].inputs(w)
+                   for w in dict.fromkeys(i.workload for i in impls if i.kind == kind)}
+            for kind in cases}
+    task = isolate.Task("harness.core.judged:kind_observations",
+                        ({k: c.specs for k, c in cases.items()}, args, timeout_s))
 
     def judged(impl: Implementation, rows: list) -> list[Check]:
-        return cases.judge(impl, rows)
+        return cases[impl.kind].judge(impl, rows)
 
     def finished(impl: Implementation, rows: list) -> None:
         if on_impl_done is not None:
             on_impl_done(impl, judged(impl, rows))
 
-    by_impl = isolate.run(impls, task, partial(lost_observations, len(specs)), isolation,
+    def lost(impl: Implementation, rows: list, why: str) -> list:
+        return lost_observations(len(cases[impl.kind].specs), impl, rows, why)
+
+    by_impl = isolate.run(impls, task, lost, isolation,
                           finished if on_impl_done is not None else None)
     return [c for impl in impls for c in judged(impl, by_impl[impl.name])]
+
+
+def kind_observations(impl: Implementation, specs: Mapping[str, Sequence[Any]],
+                      args: Mapping[str, dict[str, tuple[tuple, ...]]],
+                      timeout_s: float) -> Iterator[object]:
+    """The isolated task: `impl_observations` on the specs of the implementation's kind."""
+    return impl_observations(impl, specs[impl.kind], args[impl.kind], timeout_s)
 
 
 def impl_observations(impl: Implementation, specs: Sequence[Any],

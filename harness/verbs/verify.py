@@ -31,7 +31,7 @@ from harness.core import isolate, kinds
 from harness.core.kinds.table.cases import LONG_POSITIONS
 from harness.core.checks import VERDICTS, Check
 from harness.core.contract import GRADES, at_least
-from harness.core.judged import run
+from harness.core.judged import run, run_by_kind
 from harness.core.registry import Implementation
 from harness.core import selection
 from harness.core.kinds.fields import DTYPES
@@ -217,8 +217,8 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
               + f"  ({time.perf_counter() - started:.0f} s)", file=log, flush=True)
 
     isolation = isolate.from_args(args, stall_s(timeout_s))
-    checks = [c for k, mine in by_kind.items()       # each kind's implementations on its cases
-              for c in run(mine, cases[k], timeout_s, progress, isolation)]
+    checks = run_by_kind([i for mine in by_kind.values() for i in mine], cases, timeout_s,
+                         progress, isolation)      # each kind's implementations on its cases
     write_outputs(checks, out, seed, require)   # in the order of `list`, not the order groups finished
     rows = summary(checks, require)
     bad = short_of(checks, require)
