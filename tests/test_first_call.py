@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 import subprocess
 import sys
 import textwrap
@@ -83,11 +84,13 @@ def test_fresh_output_faults_pages_in_only_for_several_threads():
     assert _resident(alone) < 0.1
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads counted in /proc")
 def test_bfloat16_roofs_import_torch_in_setup_not_in_their_first_call():
     """A bfloat16 roof hands back torch's view of its uint16 bits: torch is imported when it is
-    built, or the worker's first call of it pays the import (8 s, measured in a bench run)."""
+    built, or the worker's first call of it pays the import (8 s, measured in a bench run); and
+    torch's threads are started then too (a parallel fill starts no new thread afterwards)."""
     script = textwrap.dedent("""
-        import sys
+        import os, sys
         from harness.bench.roofs import ROOF_REGISTRY
         from harness.core import kinds
         assert "torch" not in sys.modules, "the precondition: nothing imported torch yet"
@@ -95,9 +98,12 @@ def test_bfloat16_roofs_import_torch_in_setup_not_in_their_first_call():
         spec = table.bench_spec(64, 64, "bfloat16", table.first_convention)
         for name in ("roof-numpy-fill", "roof-recycled-fill"):
             ROOF_REGISTRY.get(name).build(spec)
-        print("torch" in sys.modules)
+        imported = "torch" in sys.modules
+        threads = len(os.listdir("/proc/self/task"))
+        sys.modules["torch"].empty(1 << 16).fill_(1.0)
+        print(imported, len(os.listdir("/proc/self/task")) == threads)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "2"})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "True"
+    assert done.stdout.split() == ["True", "True"]

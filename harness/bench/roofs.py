@@ -6,9 +6,10 @@ measures it: one that only writes its output (a 1-D `table`, a rotary `cache`, a
 a table to its input (`forward`) as the bare `x + pe` of the same arrays (the table already
 built), one that reads its inputs and writes them back (a rotary `apply`) as a bare
 read-modify-write pass over them (`_scale_pass`, `_scale_recycled`): once into fresh memory and
-once into memory the previous call let go (see `_recycled`); `roof_ratio` divides by the
-fastest. The fresh ones are also a first call's yardstick (the report's roof table): `_fresh`
-writes into `np.empty` memory in every dtype, as the Numba kernels allocate theirs. A workload
+once into memory the previous call let go (harness.bench.roof_memory: `recycled`); `roof_ratio`
+divides by the fastest. The fresh ones are also a first call's yardstick (the report's roof
+table): `fresh` writes into `np.empty` memory in every dtype, as the Numba kernels allocate
+theirs. A workload
 that declares its `angles` also gets a compute roof (`_sincos`). Roofs live in their own
 registry (`ROOF_REGISTRY`): they are bench's yardstick, not implementations users choose
 between, and never run in verify. A roof's name ends in its workload's `roof_ending`
@@ -24,7 +25,8 @@ import numpy as np
 from harness.core import kinds
 from harness.core.registry import Implementation, Registry
 from harness.runs.results import COMPUTE_ROOF
-from harness.util.memory import first_touch
+from harness.bench.roof_memory import (BFLOAT16_ONE, as_result, bfloat16_view, fresh, host_dtype,
+                                       output_shape, recycled, started_torch)
 from harness.util.recycle import RecycledBuffers
 
 ROOF_REGISTRY = Registry()
@@ -41,20 +43,6 @@ NUMPY_DTYPES = dtypes("float16", "float32", "float64")
 TORCH_DTYPES = dtypes("float16", "bfloat16", "float32", "float64")
 
 
-def output_shape(work: kinds.Workload, spec: Any) -> tuple[int, ...]:
-    """What one call of a workload without inputs writes (parts stacked): the same bytes."""
-    return work.shape(spec, 1, 1)
-
-
-def as_result(work: kinds.Workload) -> Callable[[Any], Any]:
-    """How one allocation is handed back as the workload's result: the array, or a view per part
-    (a rotary cache's cos and sin), which is what bench's result checks expect. Decided in
-    setup, so the timed call pays nothing for it."""
-    if work.parts:
-        return tuple
-    return lambda out: out
-
-
 def numpy_add(spec: Any, x: np.ndarray):
     """x + pe with pe already built: what any forward implementation must at least do."""
     pe = np.ones(x.shape[1:], x.dtype)
@@ -64,7 +52,7 @@ def numpy_add(spec: Any, x: np.ndarray):
 def _torch_fill(device: str):
     def fills(work: kinds.Workload):
         def build(spec: Any):
-            import torch
+            torch = started_torch()
 
             dtype, shape, result = getattr(torch, spec.dtype), output_shape(work, spec), as_result(work)
             return lambda: result(torch.empty(shape, dtype=dtype, device=device).fill_(1.0))
@@ -79,7 +67,7 @@ def _torch_forward(device: str, operation: str):
     """x + pe (two reads, one write) or a copy of x (one read, one write) on `device`."""
 
     def build(spec: Any, x: np.ndarray):
-        import torch
+        torch = started_torch()
 
         xt = torch.from_numpy(x).to(device=device, dtype=getattr(torch, spec.dtype))
         pe = torch.ones(x.shape[1:], dtype=xt.dtype, device=device)
@@ -99,88 +87,6 @@ def _torch_forward(device: str, operation: str):
     return build
 
 
-#: NumPy has no bfloat16: a recycled roof keeps its bits in uint16 and hands back a torch view.
-BFLOAT16_ONE = 0x3F80
-
-
-def host_dtype(dtype: str) -> np.dtype:
-    """The NumPy dtype of a host buffer holding `dtype`'s bytes (bfloat16: uint16 bits)."""
-    return np.dtype(np.uint16 if dtype == "bfloat16" else dtype)
-
-
-def _bfloat16(out: np.ndarray):
-    import torch
-
-    return torch.from_numpy(out).view(torch.bfloat16)
-
-
-def _hand_back(work: kinds.Workload, spec: Any, x: tuple) -> Callable[[np.ndarray], Any]:
-    """How a roof's host buffer is handed back: as it is (a forward's or an apply's shape), or
-    as the workload's parts; bfloat16 as torch's view of its uint16 bits, torch imported here in
-    setup so that the first call does not pay for the import."""
-    result = (lambda out: out) if x else as_result(work)
-    if spec.dtype != "bfloat16":
-        return result
-    import torch  # noqa: F401  (imported once here; _bfloat16's import is then a lookup)
-
-    return lambda out: result(_bfloat16(out))
-
-
-def _recycled(write_into: Callable[..., Callable[[np.ndarray], Any]]):
-    """A roof that writes into memory let go by the previous call (harness.util.recycle): the limit
-    without page faults, which malloc gives every allocation below 32 MiB anyway and
-    RecycledBuffers gives at any size. `write_into(spec[, x])` runs untimed and returns the
-    write of one output into a given buffer (bfloat16: its uint16 bits, viewed as torch's
-    bfloat16 on the way out, as the half-precision Numba kernels hand theirs back). Returns
-    the roof for a workload: `_recycled(write)(work)` is its factory."""
-
-    def of(work: kinds.Workload):
-        def build(spec: Any, *x: np.ndarray):
-            shape = x[0].shape if x else output_shape(work, spec)
-            write, buffers = write_into(spec, *x), RecycledBuffers(shape, host_dtype(spec.dtype))
-            result = _hand_back(work, spec, x)
-
-            def call():
-                out = buffers.take()
-                write(out)
-                return result(out)
-
-            return call
-
-        build.__doc__ = write_into.__doc__
-        return build
-
-    return of
-
-
-def _fresh(write_into: Callable[..., Callable[[np.ndarray], Any]], touch: bool = False):
-    """The same write into fresh memory every call: `np.empty` (NumPy asks for huge pages), of
-    the host dtype (bfloat16: uint16 bits handed back as torch's bfloat16 view), as the Numba
-    kernels allocate theirs: an allocate-and-fill of the same bytes, the yardstick of a one-off
-    build (a first call). `touch`: its pages faulted in by this thread first (`first_touch`),
-    as those kernels do before a threaded pass. Above glibc's mmap threshold (32 MiB) every
-    call gets fresh pages; below it malloc recycles, as it does for every implementation."""
-
-    def of(work: kinds.Workload):
-        def build(spec: Any, *x: np.ndarray):
-            shape, host = x[0].shape if x else output_shape(work, spec), host_dtype(spec.dtype)
-            write = write_into(spec, *x)
-            result = _hand_back(work, spec, x)
-
-            def call():
-                out = np.empty(shape, host)
-                write(first_touch(out) if touch else out)
-                return result(out)
-
-            return call
-
-        build.__doc__ = ("np.empty, " + ("faulted in by one thread, " if touch else "")
-                         + "then " + (write_into.__doc__ or "").replace(" into recycled memory", ""))
-        return build
-
-    return of
-
-
 def _fill_numpy(spec: Any):
     """fill into recycled memory (NumPy, one thread)"""
     one = BFLOAT16_ONE if spec.dtype == "bfloat16" else 1.0
@@ -189,10 +95,10 @@ def _fill_numpy(spec: Any):
 
 def _fill_torch(spec: Any):
     """fill into recycled memory (torch's multi-threaded fill_)"""
-    import torch
+    torch = started_torch()
 
     if spec.dtype == "bfloat16":
-        return lambda out: _bfloat16(out).fill_(1.0)
+        return lambda out: bfloat16_view(out).fill_(1.0)
     return lambda out: torch.from_numpy(out).fill_(1.0)
 
 
@@ -204,11 +110,11 @@ def _add_numpy(spec: Any, x: np.ndarray):
 
 def _add_torch(spec: Any, x: np.ndarray):
     """x + pe into recycled memory (torch's multi-threaded add)"""
-    import torch
+    torch = started_torch()
 
     dtype = getattr(torch, spec.dtype)
     xt, pe = torch.from_numpy(x).to(dtype), torch.ones(x.shape[1:], dtype=dtype)
-    view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
+    view = bfloat16_view if spec.dtype == "bfloat16" else torch.from_numpy
     return lambda out: torch.add(xt, pe, out=view(out))
 
 
@@ -227,7 +133,7 @@ def _scale_pass(device: str):
         if device == "numpy":
             arrays = [a.astype(spec.dtype) for a in _passed(inputs)]
             return lambda: tuple(np.multiply(a, 2) for a in arrays)
-        import torch
+        torch = started_torch()
 
         dtype = getattr(torch, spec.dtype)
         tensors = [torch.from_numpy(a).to(device=device, dtype=dtype) for a in _passed(inputs)]
@@ -251,11 +157,11 @@ def _scale_recycled(threaded: bool):
         given = _passed(inputs)
         buffers = RecycledBuffers((len(given), *given[0].shape), host_dtype(spec.dtype))
         if threaded:   # every dtype: bfloat16 as torch's view of the uint16 bits
-            import torch
+            torch = started_torch()
 
             dtype = getattr(torch, spec.dtype)
             tensors = [torch.from_numpy(a).to(dtype) for a in given]
-            view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
+            view = bfloat16_view if spec.dtype == "bfloat16" else torch.from_numpy
 
             def write(out: np.ndarray) -> tuple:
                 return tuple(torch.mul(t, 2, out=view(o)) for t, o in zip(tensors, out))
@@ -277,12 +183,12 @@ def _scale_recycled(threaded: bool):
 def _scale_numpy_torch(spec: Any, *inputs: np.ndarray):
     """q * 2 and k * 2 by torch's threaded mul into fresh `np.empty` arrays (huge pages; bfloat16
     as uint16 bits), the memory the Numba kernels hand back: an apply's first-call yardstick"""
-    import torch
+    torch = started_torch()
 
     dtype, host = getattr(torch, spec.dtype), host_dtype(spec.dtype)
     given = _passed(inputs)
     tensors = [torch.from_numpy(a).to(dtype) for a in given]
-    view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
+    view = bfloat16_view if spec.dtype == "bfloat16" else torch.from_numpy
 
     @torch.no_grad()
     def scale():
@@ -294,7 +200,7 @@ def _scale_numpy_torch(spec: Any, *inputs: np.ndarray):
 def _device_copy(spec: Any, *inputs: np.ndarray):
     """q and k copied on the device into fresh tensors: the copy of the same bytes a rotation
     reads and writes, the yardstick a GPU kernel is set against (in place or not)."""
-    import torch
+    torch = started_torch()
 
     dtype = getattr(torch, spec.dtype)
     tensors = [torch.from_numpy(np.ascontiguousarray(a)).to(device="cuda", dtype=dtype)
@@ -316,9 +222,9 @@ def _sincos(functions: str):
             scratch = None if spec.dtype == "float32" else np.empty(2 * n, np.float32)
             wrap, sin, cos, view, source = (lambda a: a), np.sin, np.cos, None, None
             if functions == "torch" or scratch is not None:
-                import torch
+                torch = started_torch()
 
-                view = _bfloat16 if spec.dtype == "bfloat16" else torch.from_numpy
+                view = bfloat16_view if spec.dtype == "bfloat16" else torch.from_numpy
                 source = None if scratch is None else torch.from_numpy(scratch)
                 if functions == "torch":
                     wrap, sin, cos = torch.from_numpy, torch.sin, torch.cos
@@ -337,7 +243,7 @@ def _sincos(functions: str):
 
         write_into.__doc__ = (f"float32 sin and cos of the workload's angles ({functions}) into "
                               "recycled memory: the compute roof")
-        return _recycled(write_into)(work)
+        return recycled(write_into)(work)
 
     return of
 
@@ -357,19 +263,19 @@ ROOFS: dict[str, tuple[Roof, ...]] = {
         ("roof-torch-fill", "torch", "cpu", _torch_fill("cpu"), TORCH_DTYPES, None),
         ("roof-torch-cuda-fill", "torch", "cuda", _torch_fill("cuda"), TORCH_DTYPES, None),
         # np.empty has no bfloat16: these fills hold its bits in uint16, as the Numba kernels do
-        ("roof-numpy-fill", "numpy", "cpu", _fresh(_fill_numpy), TORCH_DTYPES, None),
-        ("roof-numpy-torch-fill", "torch", "cpu", _fresh(_fill_torch, touch=True), TORCH_DTYPES, None),
-        ("roof-recycled-fill", "numpy", "cpu", _recycled(_fill_numpy), TORCH_DTYPES, None),
-        ("roof-recycled-torch-fill", "torch", "cpu", _recycled(_fill_torch), TORCH_DTYPES, None),
+        ("roof-numpy-fill", "numpy", "cpu", fresh(_fill_numpy), TORCH_DTYPES, None),
+        ("roof-numpy-torch-fill", "torch", "cpu", fresh(_fill_torch, touch=True), TORCH_DTYPES, None),
+        ("roof-recycled-fill", "numpy", "cpu", recycled(_fill_numpy), TORCH_DTYPES, None),
+        ("roof-recycled-torch-fill", "torch", "cpu", recycled(_fill_torch), TORCH_DTYPES, None),
     ),
     kinds.ADDS: (
         ("roof-numpy-add", "numpy", "cpu", _same(numpy_add), NUMPY_DTYPES, None),
         ("roof-torch-add", "torch", "cpu", _same(_torch_forward("cpu", "add")), TORCH_DTYPES, None),
         ("roof-torch-cuda-add", "torch", "cuda", _same(_torch_forward("cuda", "add")), TORCH_DTYPES, None),
         ("roof-torch-cuda-copy", "torch", "cuda", _same(_torch_forward("cuda", "copy")), TORCH_DTYPES, None),
-        ("roof-numpy-torch-add", "torch", "cpu", _fresh(_add_torch), TORCH_DTYPES, None),
-        ("roof-recycled-add", "numpy", "cpu", _recycled(_add_numpy), NUMPY_DTYPES, None),
-        ("roof-recycled-torch-add", "torch", "cpu", _recycled(_add_torch), TORCH_DTYPES, None),
+        ("roof-numpy-torch-add", "torch", "cpu", fresh(_add_torch), TORCH_DTYPES, None),
+        ("roof-recycled-add", "numpy", "cpu", recycled(_add_numpy), NUMPY_DTYPES, None),
+        ("roof-recycled-torch-add", "torch", "cpu", recycled(_add_torch), TORCH_DTYPES, None),
     ),
     kinds.PASSES: (
         ("roof-numpy-scale", "numpy", "cpu", _same(_scale_pass("numpy")), NUMPY_DTYPES, True),
