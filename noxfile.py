@@ -59,16 +59,22 @@ def harness(session: nox.Session, verb: str) -> None:
 
 
 #: pytest-xdist: the tests in two processes, one per core of the 2-core machine the suite's time
-#: is promised on; tests marked xdist_group run in one process, in order (loadgroup).
-PARALLEL = ("-n", "2", "--dist", "loadgroup")
+#: is promised on; tests marked xdist_group run in one process (loadgroup). The tests marked
+#: `alone` (they time real runs: a second process on the cores would move their medians) run
+#: after, in one process.
+PARALLEL = ("-n", "2", "--dist", "loadgroup", "-m", "not alone")
 
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The test suite: correctness of every implementation on each kind's representative cases,
-    the harness, the reports (`-- -n 0` runs it in one process)."""
-    session.run(stack_python(session), "-m", "pytest", *PARALLEL, *session.posargs, external=True,
-                env=QUIET_TF)
+    the harness, the reports. `-- ARGS` runs `pytest ARGS` in one process instead."""
+    python = stack_python(session)
+    if session.posargs:
+        session.run(python, "-m", "pytest", *session.posargs, external=True, env=QUIET_TF)
+        return
+    session.run(python, "-m", "pytest", *PARALLEL, external=True, env=QUIET_TF)
+    session.run(python, "-m", "pytest", "-m", "alone", external=True, env=QUIET_TF)
 
 
 @nox.session(venv_backend="none")

@@ -23,3 +23,12 @@ def pytest_addoption(parser) -> None:
     parser.addoption("--matrix", choices=("representative", "full"), default="representative",
                      help="tests/test_implementations.py's cases: each kind's representative ones "
                           "(`nox -s tests`) or its full list with the random ones (`nox -s matrix`)")
+
+
+def pytest_configure(config) -> None:
+    """Under pytest-xdist (`nox -s tests`), keep its worker variables from the processes the
+    tests start: a bench worker runs its own pytest, where PYTEST_XDIST_WORKER makes
+    pytest-benchmark disable every benchmark (each cell then errors)."""
+    if hasattr(config, "workerinput"):
+        for name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
+            del os.environ[name]

@@ -19,6 +19,9 @@ import pytest
 from harness import cli
 from harness.runs import journal
 
+#: Times real runs: `nox -s tests` runs these after its parallel part, by themselves.
+pytestmark = pytest.mark.alone
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = Path(__file__).resolve().parent / "bench_plugins"
 #: The roofs every table cell gets without torch: a fresh fill and a fill of recycled memory.
