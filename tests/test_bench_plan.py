@@ -49,33 +49,34 @@ def test_a_quick_grid_times_all_cores_only_and_lengths_given_are_timed_in_every_
     assert sorted(given.shapes()) == [(8, 4), (8, 6), (16, 4), (16, 6)]
 
 
-def test_an_all_core_cell_proven_far_behind_at_one_thread_is_left_out():
+def test_a_one_thread_cell_proven_far_behind_at_all_cores_is_left_out():
     from harness.bench.prune import FAR, far_behind
 
-    def one(impl: str, median_s: float, **extra) -> dict:
-        return {**ok(cell(impl=impl), median_s), "cores": 2, "others_busy": 0.0, **extra}
+    def two(impl: str, median_s: float, **extra) -> dict:
+        return {**ok(cell(impl=impl, threads=2), median_s), "cores": 2, "others_busy": 0.0, **extra}
 
-    fast, slow = one("fast", 1e-3), one("slow", 2 * FAR * 1e-3 * 1.01)
-    at_two = cell(impl="slow", threads=2)
-    assert "far behind" in far_behind(at_two, [fast, slow])
-    # within reach if it scaled perfectly: timed
-    assert far_behind(at_two, [fast, one("slow", 2 * FAR * 1e-3 * 0.99)]) is None
-    # a 1-thread time taken under load proves nothing; nor does a 1-thread cell, or a roof
-    assert far_behind(at_two, [fast, one("slow", 1.0, others_busy=1.9)]) is None
-    assert far_behind(cell(impl="slow"), [fast, slow]) is None
-    assert far_behind(cell(impl="slow", threads=2, is_roof=True), [fast, slow]) is None
+    fast, slow = two("fast", 1e-3), two("slow", 2 * FAR * 1e-3 * 1.01)
+    at_one = cell(impl="slow")
+    assert "far behind" in far_behind(at_one, [fast, slow])
+    # within reach if the fastest lost all of its 2x at one thread: timed
+    assert far_behind(at_one, [fast, two("slow", 2 * FAR * 1e-3 * 0.99)]) is None
+    # an all-core time taken under load proves nothing; nor is a cell at the most threads, or a
+    # roof, ever left out this way
+    assert far_behind(at_one, [fast, two("slow", 1.0, others_busy=1.9)]) is None
+    assert far_behind(cell(impl="slow", threads=2), [fast, slow]) is None
+    assert far_behind(cell(impl="slow", is_roof=True), [fast, slow]) is None
     # another size, dtype or thread count is no sibling
-    assert far_behind(cell(impl="slow", threads=2, length=128), [fast, slow]) is None
+    assert far_behind(cell(impl="slow", length=128), [fast, slow]) is None
 
 
-def test_the_usual_choice_is_timed_at_all_cores_however_far_behind():
+def test_the_usual_choice_is_timed_at_one_thread_however_far_behind():
     from harness.bench.prune import far_behind
     from harness.core import kinds
 
     usual = kinds.named("table").workload("table").usual_on("cpu")[0]
-    rows = [{**ok(cell(impl=i), t), "cores": 2, "others_busy": 0.0}
+    rows = [{**ok(cell(impl=i, threads=2), t), "cores": 2, "others_busy": 0.0}
             for i, t in (("fast", 1e-6), (usual, 1.0))]
-    assert far_behind(cell(impl=usual, threads=2), rows) is None
+    assert far_behind(cell(impl=usual), rows) is None
 
 
 def test_the_default_batch_is_cut_at_the_largest_lengths_and_a_given_one_is_kept():

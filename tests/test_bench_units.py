@@ -304,9 +304,9 @@ def test_numba_serves_every_thread_count_from_one_worker_and_resizes_its_pool_be
 
     numba = groups([at("numba", 2), at("numba", 1, "b"), at("numba", 1)])
     assert len(numba) == 1 and numba[0].name == "numba-1+2t" and numba[0].threads == 2
-    assert [c.threads for c in numba[0].cells] == [1, 1, 2]        # 1-thread cells first
-    torch = groups([at("torch", 2), at("torch", 1)])   # inductor bakes its thread count in
-    assert [g.name for g in torch] == ["torch-1t", "torch-2t"]
+    assert [c.threads for c in numba[0].cells] == [2, 1, 1]        # all-core cells first
+    torch = groups([at("torch", 1), at("torch", 2)])   # inductor bakes its thread count in
+    assert [g.name for g in torch] == ["torch-2t", "torch-1t"]
     assert [g.name for g in groups([at("torch", 2), at("numba", 2), at("numba", 1)])] == [
         "numba-1+2t", "torch-2t"]
     pytest.importorskip("numba")

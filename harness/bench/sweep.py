@@ -1,8 +1,8 @@
 """Run a sweep: plan the cells, group them by (backend, threads), run each group, keep results on disk.
 
-Groups run one after another, 1-thread groups first, so a thread pool never
-competes with another and an all-core cell can be predicted from its 1-thread
-sibling. Every row lands in the journal at once; bench.csv is rewritten from
+Groups run one after another, all-core groups first, so a thread pool never
+competes with another and a 1-thread cell far behind at all cores is left out
+(harness.bench.prune). Every row lands in the journal at once; bench.csv is rewritten from
 it after each group and on the way out (Ctrl-C included), never while a worker
 times a cell: the parent only polls small files then, and prints a line per row.
 The last lines name the cells that are `invalid` and those flagged for load
@@ -46,9 +46,10 @@ class RunDir:
 
 def groups(cells: Iterable[Cell], cold_starts: bool = False) -> list[Group]:
     """One worker per (backend, threads), its cells smallest size first, every implementation
-    of a size before the next (harness.bench.prune reads the smaller ones); 1-thread groups
-    first. A backend whose pools resize while it runs (`runtime_threads`: Numba) serves
-    every thread count from one worker, its 1-thread cells first. With `cold_starts`, a backend
+    of a size before the next (harness.bench.prune reads the smaller ones); the groups at the
+    most threads first (prune reads them for the 1-thread cells). A backend whose pools resize
+    while it runs (`runtime_threads`: Numba) serves every thread count from one worker, its
+    cells at the most threads first. With `cold_starts`, a backend
     that compiles on first use (its adapter's `jit`) gets one per implementation x dtype, so
     that its first call is cold; without, its implementations share a worker (a compile once
     per kernel, not once per implementation: the first calls after the worker's first are
@@ -58,13 +59,13 @@ def groups(cells: Iterable[Cell], cold_starts: bool = False) -> list[Group]:
         buckets.setdefault(_worker(cell, cold_starts), []).append(cell)
     out = []
     for members in buckets.values():
-        members.sort(key=lambda c: (c.threads, c.workload, c.device, c.length * c.d_model,
+        members.sort(key=lambda c: (-c.threads, c.workload, c.device, c.length * c.d_model,
                                     c.length, c.impl, c.dtype))
         backend = members[0].backend
         out.append(Group(backend, max(c.threads for c in members), tuple(members),
                          shared_jit=backends.get(backend).jit and not cold_starts,
                          counts=tuple(sorted({c.threads for c in members}))))
-    return sorted(out, key=lambda g: (g.cells[0].threads, g.backend, g.cells[0].impl,
+    return sorted(out, key=lambda g: (-g.cells[0].threads, g.backend, g.cells[0].impl,
                                       g.cells[0].dtype))
 
 
