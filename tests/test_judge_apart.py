@@ -254,6 +254,7 @@ def test_a_hanging_implementation_costs_one_timeout_per_sweep(tmp_path):
     assert sum(mine["reason"].str.startswith("not run: an earlier cell")) == 2
 
 
+@pytest.mark.alone   # a second process on the cores gets its cells measured again, unflagged
 def test_a_faked_clock_is_caught_by_the_supervisors_own(tmp_path):
     """perf_counter patched at import to run 50x slow: every cell of the worker is flagged."""
     plugin = write(tmp_path, "bench_clock", textwrap.dedent('''
