@@ -88,3 +88,14 @@ def test_the_newest_timing_is_kept_and_a_failed_retry_does_not_replace_it():
 def test_raw_rounds_are_thinned_evenly_in_the_order_they_ran():
     assert thin(range(10), 5) == (0.0, 2.0, 4.0, 6.0, 8.0)
     assert thin([3.0, 1.0]) == (3.0, 1.0)
+
+
+def test_a_cell_whose_clock_or_inputs_were_caught_is_never_measured_again():
+    """A retry in a fresh worker can time too briefly for the supervisor's clock check, and the
+    newest row is the one reported: measuring a caught cell again could only lose the catch."""
+    retries = Retries(10, clock=lambda: 0.0)
+    for i, verdict in enumerate(("clock", "inputs")):
+        c = cell(64 * (i + 1), 64)
+        caught = {**busy_row(c), verdict: f"{verdict}: caught"}     # noisy and loaded too
+        retries.seen(caught, c, group=0)
+    assert retries.due(1, final=True) == [] and retries.still_flagged() == {}

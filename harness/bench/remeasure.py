@@ -41,8 +41,8 @@ SHARE_OF_TIME, MIN_SECONDS = 0.2, 20.0
 
 def why_again(row: Mapping[str, Any], running: Running) -> str:
     """Why a finished row should be measured again ('' when it should not): its flags, or noise."""
-    if row.get("status") != "ok":
-        return ""
+    if row.get("status") != "ok" or row.get("clock") or row.get("inputs"):
+        return ""   # a verdict on the implementation, not the machine: a retry could only lose it
     flag = running.flag(row)
     if flag:
         return flag
