@@ -73,6 +73,23 @@ def test_time_plot_draws_the_few_in_colour_over_grey_with_one_roof(tmp_path, cau
                                   figures.OTHER_LABEL]
 
 
+def test_a_panel_not_timed_says_so_and_a_one_length_roof_is_drawn(tmp_path, caught):
+    """The default sweep times one thread at the largest size only: that thread count's panel at
+    a smaller width is empty (an axis from 0 ns to 1 s was drawn), and its roof has one length."""
+    from tests.test_report import SMALL, bench_rows
+
+    rows = [r for r in bench_rows(**SMALL)
+            if not (r["threads"] == 1 and (r["d_model"], r["length"]) != (1024, 8192))]
+    run = load_run(write_run(tmp_path, bench=rows))
+    styles = figures.palette(run.bench["impl"], roofs=["roof-numpy-fill"], highlight={})
+    plots.time_vs_length(run.bench, "table", "float32", "box", tmp_path / "t.png", styles)
+    empty = [ax for ax in caught[0].axes if not ax.axison and ax.texts]
+    assert len(empty) == 1 and "not timed at 1 thread" in empty[0].texts[0].get_text()
+    one_length = [line for ax in caught[0].axes if ax.axison for line in ax.get_lines()
+                  if line.get_linestyle() == "--" and len(line.get_xdata()) == 1]
+    assert one_length and all(line.get_marker() not in ("", "None", None) for line in one_length)
+
+
 def clustered_trade() -> Tradeoff:
     """Twelve implementations within a few per cent of each other: labels at a fixed offset pile up."""
     rng = np.random.default_rng(0)

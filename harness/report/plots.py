@@ -58,12 +58,18 @@ def time_vs_length(bench: pd.DataFrame, workload: str, dtype: str, machine: str,
         for c, d in enumerate(widths):
             ax = axes[r, c]
             panel = rows[(rows["threads"] == t) & (rows["d_model"] == d)]
+            if panel.empty:    # the default sweep times one thread at the largest size only
+                ax.axis("off")
+                ax.text(0.5, 0.5, f"{width} = {d}: not timed at {fmt.threads(t)}",
+                        ha="center", va="center", transform=ax.transAxes, color="0.4")
+                continue
             for impl in speed_order(timed(panel)):
                 line = panel[panel["impl"] == impl].sort_values("length")
                 ax.loglog(line["length"], line["median_s"], **styled(styles, impl))
             fills = panel[panel["is_roof"]].groupby("length")["median_s"].min()
-            if not fills.empty:
-                ax.loglog(fills.index, fills.to_numpy(), **roof)
+            if not fills.empty:   # a roof at one length is a mark, not an invisible line
+                ax.loglog(fills.index, fills.to_numpy(),
+                          **(roof if len(fills) > 1 else {**roof, "marker": "_", "markersize": 16}))
             log_axis(ax.yaxis, TIME_AXIS)
             ax.set_title(f"{width} = {d}, {_where(panel, t)}", fontsize=11)
             ax.set_xlabel(f"length ({length})")
