@@ -79,6 +79,60 @@ def test_the_usual_choice_is_timed_at_one_thread_however_far_behind():
     assert far_behind(cell(impl=usual), rows) is None
 
 
+def _at_two(impl: str, median_s: float, **extra) -> dict:
+    c = cell(impl=impl, threads=2, is_roof=impl.startswith("roof-"))
+    return {**ok(c, median_s), "cores": 2, "others_busy": 0.0, **extra}
+
+
+def test_one_thread_is_timed_for_the_contenders_at_all_cores_only():
+    from harness.bench.prune import CONTENDERS, left_out, not_contender
+    from harness.core import kinds
+
+    ranked = [_at_two(f"i{n}", (n + 1) * 1e-3) for n in range(CONTENDERS + 1)]
+    last = f"i{CONTENDERS}"
+    assert "not a contender" in not_contender(cell(impl=last), ranked)
+    assert "not a contender" in left_out(cell(impl=last), ranked)     # what the worker asks
+    assert all(not_contender(cell(impl=f"i{n}"), ranked) is None for n in range(CONTENDERS))
+    # a faster one flagged at all cores proves nothing against it; nor does its own flagged row
+    busy = [dict(ranked[0], others_busy=1.9)] + ranked[1:]
+    assert not_contender(cell(impl=last), busy) is None
+    assert not_contender(cell(impl=last), ranked[:-1] + [dict(ranked[-1], others_busy=1.9)]) is None
+    # a faster one that the reference judged invalid afterwards (its newest row) counts no more
+    judged = ranked + [{**ranked[0], "status": "invalid"}]
+    assert not_contender(cell(impl=last), judged) is None
+    caught = [dict(ranked[0], inputs="inputs: ignores its inputs")] + ranked[1:]
+    assert not_contender(cell(impl=last), caught) is None
+    # the usual choice, a cell at the most threads, another size: always timed
+    usual = kinds.named("table").workload("table").usual_on("cpu")[0]
+    assert not_contender(cell(impl=usual), ranked + [_at_two(usual, 1.0)]) is None
+    assert not_contender(cell(impl=last, threads=2), ranked) is None
+    assert not_contender(cell(impl=last, length=128), ranked) is None
+
+
+def test_an_implementation_left_out_at_all_cores_as_far_behind_is_not_timed_at_one_thread():
+    from harness.bench.cells import Outcome, row
+    from harness.bench.prune import not_contender
+
+    far = {**row(cell(impl="slow", threads=2), Outcome("skip", "far behind: 9x the fastest at 32x64")),
+           "cores": 2}
+    over_budget = {**far, "reason": "over budget: ..."}
+    assert "far behind" in not_contender(cell(impl="slow"), [_at_two("fast", 1e-3), far])
+    assert not_contender(cell(impl="slow"), [_at_two("fast", 1e-3), over_budget]) is None
+
+
+def test_a_roof_that_cannot_bind_at_one_thread_is_left_out():
+    from harness.bench.prune import not_contender
+
+    fill, slow = _at_two("roof-fill", 1e-3), _at_two("roof-slow-fill", 2 * 1e-3 * 1.01)
+    sincos = _at_two("roof-sincos-numpy", 50e-3)      # compute: another bound, kept
+    rows = [fill, slow, sincos]
+    assert "cannot bind" in not_contender(cell(impl="roof-slow-fill", is_roof=True), rows)
+    near = [fill, _at_two("roof-slow-fill", 2 * 1e-3 * 0.99), sincos]
+    assert not_contender(cell(impl="roof-slow-fill", is_roof=True), near) is None
+    assert not_contender(cell(impl="roof-sincos-numpy", is_roof=True), rows) is None
+    assert not_contender(cell(impl="roof-fill", is_roof=True), rows) is None
+
+
 def test_the_default_batch_is_cut_at_the_largest_lengths_and_a_given_one_is_kept():
     from harness import implementations
 

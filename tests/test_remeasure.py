@@ -33,6 +33,35 @@ def test_noisy_cells_are_measured_again_too():
     assert retries.due(1, final=True) == [c] and "noisy" in retries.why[c.key]
 
 
+def noisy_row(c, median_s: float) -> dict:
+    return row(c, Outcome("ok", median_s=median_s, iqr_s=median_s / 2))
+
+
+def test_in_the_default_sweep_noise_far_behind_the_fastest_is_not_measured_again():
+    from harness.core import kinds
+
+    retries = Retries(100, clock=lambda: 0.0, contenders_only=True)
+    fast, near, far = cell(impl="fast"), cell(impl="near"), cell(impl="far")
+    usual = cell(impl=kinds.named("table").workload("table").usual_on("cpu")[0])
+    roof = cell(impl="roof-fill", is_roof=True)
+    retries.seen(ok(fast, 1e-3), fast, group=0)
+    retries.seen(noisy_row(near, remeasure.CLOSE * 1e-3 * 0.99), near, group=0)
+    retries.seen(noisy_row(far, remeasure.CLOSE * 1e-3 * 1.01), far, group=0)
+    retries.seen(noisy_row(usual, 1.0), usual, group=0)      # its speed-ups are answers
+    retries.seen(noisy_row(roof, 1.0), roof, group=0)        # the only roof: it binds
+    busy = cell(impl="busy", length=128)                     # a flag is always measured again
+    retries.seen(ok(cell(impl="fast", length=128), 1e-3), cell(impl="fast", length=128), group=0)
+    retries.seen(busy_row(busy, 1.0), busy, group=0)
+    due = retries.due(1)
+    assert set(due) == {near, usual, roof, busy}
+    assert "noisy" in retries.still_flagged()[far.key] and not retries.waiting
+    # a sweep that prunes nothing (--full) measures every noisy cell again
+    every = Retries(100, clock=lambda: 0.0)
+    every.seen(ok(fast, 1e-3), fast, group=0)
+    every.seen(noisy_row(far, 1.0), far, group=0)
+    assert every.due(1) == [far]
+
+
 def test_cells_flagged_for_load_go_before_cells_only_noisy():
     retries = Retries(8, clock=lambda: 0.0)
     noisy, busy = cell(64, 64), cell(128, 64)

@@ -1,9 +1,16 @@
 """Leave out a cell that an earlier measurement of the same run shows cannot compete.
 
-Two proofs, each from unflagged rows measured earlier in this run (the usual choice and the
-roofs are always timed: the answer's speed-ups and roof ratios are measured against them):
+Three rules, each from unflagged rows measured earlier in this run (the usual choice is always
+timed, and the roofs wherever they can bind: the answer's speed-ups and roof ratios are
+measured against them):
 
 - **At more threads** (`far_behind`), for a cell at fewer threads than the sweep's most, below.
+- **Contenders only** (`not_contender`), for a cell at fewer threads too: what the report reads
+  at one thread is the scaling of the implementations that compete (its "x roof, 1 thread" is
+  the best one's), so only the CONTENDERS fastest at the most threads are timed there, and of
+  the roofs only those that can still bind (within the thread gain of the fastest roof of the
+  same bound: the slower ones cannot become the fastest, so the roof's time is unchanged).
+  An implementation already left out at the most threads as far behind is not timed at fewer.
 - **At a smaller size** (`behind_at_smaller`): an implementation over FAR_SMALLER times the
   fastest at the next smaller landmark of the same cell is not timed at the larger one. The
   bound is wider than FAR because a gap can narrow with size (the fastest becomes memory-bound
@@ -22,19 +29,29 @@ can be left out where the all-core rows prove it (at 2 cores, over 8x behind the
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from harness.bench.cells import Cell
 from harness.core import kinds
 from harness.runs.flags import load_flag
+from harness.runs.results import roof_bound
 
 #: How far behind (at least) an all-core cell must be proven to be before it is left out.
 FAR = 4.0
 #: How far behind at the next smaller size before a larger one is left out.
 FAR_SMALLER = 8.0
+#: At fewer threads than the sweep's most, this many of the fastest implementations at the most
+#: threads are timed (and the usual choice): the best that passes verify is almost always one.
+CONTENDERS = 3
 
 Row = dict[str, Any]
 _SAME = ("workload", "device", "dtype", "length", "d_model", "batch", "heads", "convention")
+
+
+def left_out(cell: Cell, history: Sequence[Row]) -> Optional[str]:
+    """Why the default sweep need not time `cell` (the first rule that proves it), or None."""
+    return (far_behind(cell, history) or not_contender(cell, history)
+            or behind_at_smaller(cell, history))
 
 
 def far_behind(cell: Cell, history: Sequence[Row]) -> Optional[str]:
@@ -56,6 +73,53 @@ def far_behind(cell: Cell, history: Sequence[Row]) -> Optional[str]:
     return (f"far behind: {t * 1e3:.3g} ms at {most} threads is {t / best:.3g}x the fastest "
             f"({best * 1e3:.3g} ms); fewer threads speed the fastest up at most {gain:g}x "
             f"relative to it, so at {cell.threads} it stays over {FAR:g}x behind (--full times it)")
+
+
+def not_contender(cell: Cell, history: Sequence[Row]) -> Optional[str]:
+    """Why `cell`, at fewer threads than measured for it already, need not be timed: left out
+    as far behind there, not among the CONTENDERS fastest there, or a roof that cannot bind."""
+    if cell.impl in _usual(cell):
+        return None
+    newest = {r.get("key"): r for r in history}.values()   # a judged row replaces a timing
+    more = [r for r in newest if _same_cell(r, cell) and int(r.get("threads", 0)) > cell.threads]
+    if not more:
+        return None
+    most = max(int(r["threads"]) for r in more)
+    at_most = [r for r in more if int(r["threads"]) == most]
+    mine = [r for r in at_most if r["impl"] == cell.impl]
+    if not cell.is_roof and any(_left_out(r) for r in mine):
+        return (f"far behind: left out at {most} threads as far behind, and fewer threads never "
+                "make an implementation faster (--full times it)")
+    times: dict[str, float] = {}
+    for r in (r for r in at_most if _rival(r, cell)):
+        times[r["impl"]] = min(times.get(r["impl"], math.inf), float(r["median_s"]))
+    if cell.impl not in times:
+        return None             # flagged or failed there: no proof
+    t, best, gain = times[cell.impl], min(times.values()), most / cell.threads
+    if cell.is_roof:
+        if not t > gain * best:
+            return None
+        return (f"cannot bind: {t * 1e3:.3g} ms at {most} threads is {t / best:.3g}x the fastest "
+                f"{roof_bound(cell.impl)} roof, over the {gain:g}x fewer threads can slow it "
+                "(--full times it)")
+    rank = sum(1 for v in times.values() if v < t)
+    if rank < CONTENDERS:
+        return None
+    return (f"not a contender: number {rank + 1} at {most} threads ({t * 1e3:.3g} ms against "
+            f"{best * 1e3:.3g} ms); fewer threads are timed for the {CONTENDERS} fastest "
+            "(--full times it)")
+
+
+def close_to_fastest(cell: Cell, median_s: float, rows: Iterable[Row], within: float) -> bool:
+    """Whether `cell`'s time `median_s` is within `within` times the fastest unflagged time of
+    the same cell (same threads and mode; a roof: of the roofs of its bound) in `rows`, so that
+    its noise could change an answer. The usual choice's always could: its speed-ups are one."""
+    if cell.impl in _usual(cell):
+        return True
+    times = [float(r["median_s"]) for r in rows
+             if _same_cell(r, cell) and int(r.get("threads", 0)) == cell.threads
+             and str(r.get("mode") or "") == cell.mode and _rival(r, cell)]
+    return not times or median_s <= within * min(times)
 
 
 def behind_at_smaller(cell: Cell, history: Sequence[Row]) -> Optional[str]:
@@ -88,6 +152,30 @@ def _same_but_size(r: Row, cell: Cell) -> bool:
             and all(str(r.get(k)) == str(getattr(cell, k))
                     for k in ("workload", "device", "dtype", "heads", "convention"))
             and not math.isnan(float(r.get("median_s", math.nan))))
+
+
+def _same_cell(r: Row, cell: Cell) -> bool:
+    """A row (any status, any implementation) of the same cell at any thread count."""
+    return all(str(r.get(k)) == str(getattr(cell, k)) for k in _SAME)
+
+
+def _clean(r: Row) -> bool:
+    """An unflagged ok row with a median (its clock and inputs not caught either)."""
+    return (r.get("status") == "ok" and not load_flag(r) and not r.get("clock")
+            and not r.get("inputs")
+            and not math.isnan(float(r.get("median_s", math.nan))))
+
+
+def _rival(r: Row, cell: Cell) -> bool:
+    """A clean row that competes with `cell`: an implementation's with an implementation, a
+    roof's with a roof of the same bound (the roof of an output is the fastest of its bound)."""
+    return (_clean(r) and _truthy(r.get("is_roof")) == cell.is_roof
+            and (not cell.is_roof or roof_bound(r["impl"]) == roof_bound(cell.impl)))
+
+
+def _left_out(r: Row) -> bool:
+    """A row of a cell left out as far behind (this module's skips)."""
+    return r.get("status") == "skip" and str(r.get("reason", "")).startswith("far behind")
 
 
 def _sibling_at_more_threads(r: Row, cell: Cell) -> bool:

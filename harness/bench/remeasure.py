@@ -16,7 +16,11 @@ MAX_SHARE of the cells measured again, and retries stop once they have used
 SHARE_OF_TIME of the time the sweep took so far (but are always allowed
 MIN_SECONDS): a run under steady heavy load ends, saying what stayed flagged.
 Cells flagged for load or threads go before cells that are only noisy: a flag
-keeps a cell out of the answers, noise only widens its interval.
+keeps a cell out of the answers, noise only widens its interval. So in the default
+sweep (`contenders_only`) a cell only noisy is measured again only where an answer
+could move: within CLOSE times the fastest of its cell measured so far, or the usual
+choice (harness.bench.prune.close_to_fastest); a quiet run measured a quarter of its
+cells again for noise, half of them far behind.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from harness.bench.cells import Cell
+from harness.bench.prune import close_to_fastest
 from harness.runs.flags import Running
 from harness.util.units import NOISY_IQR
 
@@ -37,6 +42,8 @@ MAX_SHARE = 0.25
 #: Retries may add this share of the sweep's time so far, and always MIN_SECONDS: a quiet
 #: default run measured half its cells again when retries could take as long as half the sweep.
 SHARE_OF_TIME, MIN_SECONDS = 0.2, 20.0
+#: A cell only noisy is measured again (contenders_only) within this many times the fastest.
+CLOSE = 1.5
 
 
 def why_again(row: Mapping[str, Any], running: Running) -> str:
@@ -66,6 +73,9 @@ class Retries:
     why: dict[str, str] = field(default_factory=dict)
     running: Running = field(default_factory=Running)
     retried: set[str] = field(default_factory=set)
+    #: measure a cell only noisy again only where its noise could move an answer
+    contenders_only: bool = False
+    rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)   # key -> newest row
 
     def __post_init__(self) -> None:
         if self.started < 0:
@@ -74,6 +84,7 @@ class Retries:
     def seen(self, row: Mapping[str, Any], cell: Cell | None, group: int) -> None:
         """Count a finished row (measured in group number `group`); queue its cell when flagged."""
         key = str(row["key"])
+        self.rows[key] = row
         self.attempts[key] = self.attempts.get(key, 0) + 1
         reason = why_again(row, self.running)
         self.waiting.pop(key, None)
@@ -92,6 +103,9 @@ class Retries:
             return []
         room = max(int(MAX_SHARE * self.total_cells) - len(self.retried), 0)
         ready = [cell for key, (cell, queued) in self.waiting.items() if final or queued < group]
+        for cell in [c for c in ready if not self._could_move(c)]:
+            self.waiting.pop(cell.key)            # noise far behind: stays noisy, said so
+            ready.remove(cell)
         ready.sort(key=lambda cell: self.why.get(cell.key, "").startswith("noisy"))  # flags first
         chosen = ready[:room]
         for cell in chosen:
@@ -100,6 +114,14 @@ class Retries:
         if room <= len(ready):
             self.waiting.clear()          # the count bound is reached: nothing more will run
         return chosen
+
+    def _could_move(self, cell: Cell) -> bool:
+        """Whether measuring `cell` again could move an answer: always for a flag; for noise
+        only, unless contenders_only, where it is close to the fastest of its cell."""
+        if not self.contenders_only or not self.why.get(cell.key, "").startswith("noisy"):
+            return True
+        median = _number(self.rows[cell.key].get("median_s"))
+        return median is None or close_to_fastest(cell, median, self.rows.values(), CLOSE)
 
     def timed(self, seconds: float) -> None:
         """Add the wall time a batch of retries took."""

@@ -149,7 +149,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
         console.say(line, screen=False)
     console.more_cells(sum(len(g.cells) for g in todo), [c for g in todo for c in g.cells])
     by_key = {c.key: c for c in cells.cells}
-    retries = Retries(len(cells.cells), opts.attempts)
+    retries = Retries(len(cells.cells), opts.attempts, contenders_only=opts.limits.prune)
     number = [0]                        # the group now running (retries wait for a later one)
     for old in earlier:                 # --resume: a cell still flagged is measured again
         retries.seen(old, by_key.get(old["key"]), -1)

@@ -57,8 +57,7 @@ class Worker:
             self.thread_settings = threads.pin(self.config.backend, cell.threads, again=True)
             self.pinned = cell.threads
         limits = self.config.limits
-        reason = ((limits.prune and (prune.far_behind(cell, self.history)
-                                     or prune.behind_at_smaller(cell, self.history)))
+        reason = ((limits.prune and prune.left_out(cell, self.history))
                   or budget.skip_reason(cell, self.history, self.config.timing, limits))
         if reason:
             self._record(cell, Outcome("skip", reason, thread_settings=self.thread_settings))
