@@ -32,10 +32,14 @@ def apply_kernels(dtype: str = "float32") -> SimpleNamespace:
     import numba
     import numpy as np
 
-    from .._numba_half import codecs
+    from .._numba_half import HALF_DTYPES, codecs
+    from ._vector_rows import rotation_row
 
     codec = codecs()[dtype]
     store, load = codec.store, codec.load
+    half = dtype in HALF_DTYPES
+    half_rotation, pairs_rotation = ((rotation_row(dtype, False), rotation_row(dtype, True)) if half
+                                     else (None, None))
     shared = common()
     angle_row, chunks = shared.angle_row, shared.chunks
     njit = cached_njit(fastmath=FASTMATH)
@@ -74,6 +78,19 @@ def apply_kernels(dtype: str = "float32") -> SimpleNamespace:
                 x1[f] = store(a * cr[f] - b * sr[f])
                 x2[f] = store(b * cr[f] + a * sr[f])
 
+    @njit(inline="always")
+    def half_rotate_row(x, cr, sr, n, interleaved):
+        """A half dtype's row: whole vectors by explicit IR (_vector_rows.rotation_row: no runtime
+        alias checks, NaN found by one compare), the n % 8 frequencies left one by one."""
+        done = pairs_rotation(x, cr, sr) if interleaved else half_rotation(x, cr, sr)
+        for f in range(done, n):
+            i, j = (2 * f, 2 * f + 1) if interleaved else (f, n + f)
+            a, b = load(x[i]), load(x[j])
+            x[i] = store(a * cr[f] - b * sr[f])
+            x[j] = store(b * cr[f] + a * sr[f])
+
+    rotate = half_rotate_row if half else rotate_row
+
     @njit
     def rotate_block(x, o, b, p0, p1, c, s, n, interleaved, in_place, seq_first):
         """Positions p0:p1 of batch row b, every head of x (q or k), rotated into o: copied
@@ -95,7 +112,7 @@ def apply_kernels(dtype: str = "float32") -> SimpleNamespace:
         for u in range(outer):
             for v in range(inner):
                 i, h = (p0 + u, v) if seq_first else (p0 + v, u)
-                rotate_row(o[b, i, h] if seq_first else o[b, h, i], c[i - p0], s[i - p0], n, interleaved)
+                rotate(o[b, i, h] if seq_first else o[b, h, i], c[i - p0], s[i - p0], n, interleaved)
 
     def sweep_with(fill):
         """The sweep with `fill` (angles or gather) captured, not passed: a kernel passed as an

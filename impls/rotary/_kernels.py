@@ -11,7 +11,9 @@ kernels (_apply_kernels.py) stream q and k through the same per-block cos/sin.
 
 Every dtype runs the same kernels: a `Codec` (impls/_numba_half.py) stores each value and loads
 each input, the identity for float32 and float64; float16 and bfloat16 arrays are their uint16
-bits, computed in float32 (scratch and tables) and rounded once on the store.
+bits, computed in float32 (scratch and tables) and rounded once on the store. A half-precision
+cache row is written by explicit vector IR (_vector_rows.py): as Numba loops, the runtime alias
+checks and loop scaffolding of each 256-byte row cost more than its arithmetic and stores.
 """
 
 from __future__ import annotations
@@ -68,15 +70,17 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
     import numba
     import numpy as np
 
-    from .._numba_half import codecs
+    from .._numba_half import HALF_DTYPES, codecs
+    from ._vector_rows import cache_row
 
     store = codecs()[dtype].store
+    half_row, pairs_row = (cache_row(dtype, False), cache_row(dtype, True)) if dtype in HALF_DTYPES else (None, None)
     shared = common()
     angle_row, chunks = shared.angle_row, shared.chunks
     njit = cached_njit(fastmath=FASTMATH)
 
     @njit
-    def cache_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved):
+    def native_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved):
         """Rows p0:p1 of the cos/sin cache `[length, rot]`. "half": each row's n_freq distinct
         cos, then sin, computed straight into the first copy and rounded once as stored (one
         store stream a loop: few enough runtime alias checks for LLVM to vectorise; a loop
@@ -105,6 +109,25 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
                     out_c[i, n + f] = out_c[i, f]
                 for f in range(n):
                     out_s[i, n + f] = out_s[i, f]
+
+    @njit
+    def half_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved):
+        """Rows p0:p1 of a half-precision cache: each row in one vector loop (_vector_rows.py:
+        8 lanes of cos and sin, rounded once, all four copies stored, no alias checks), then
+        the n_freq % 8 frequencies it leaves, if any, one by one."""
+        step, cc, sc, cf, sf = tables
+        n = cc.shape[1]
+        for i in range(p0, p1):
+            q = index[i] // step
+            a, b, x, y = cc[q], sc[q], cf[index[i] - q * step], sf[index[i] - q * step]
+            oc, os = out_c[i], out_s[i]
+            done = pairs_row(oc, os, a, b, x, y) if interleaved else half_row(oc, os, a, b, x, y)
+            for f in range(done, n):
+                cv, sv = store(a[f] * x[f] - b[f] * y[f]), store(b[f] * x[f] + a[f] * y[f])
+                first, second = (2 * f, 2 * f + 1) if interleaved else (f, n + f)
+                oc[first], oc[second], os[first], os[second] = cv, cv, sv, sv
+
+    cache_rows = half_rows if dtype in HALF_DTYPES else native_rows
 
     def cache(out_c, out_s, index, tables, interleaved, work, threads):
         """Row p of the cos/sin cache is position offset + index[p]; `work`: an empty array of

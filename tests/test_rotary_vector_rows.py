@@ -1,0 +1,150 @@
+"""The half-precision cache rows written as vector IR (impls/rotary/_vector_rows.py).
+
+Each lane must round exactly as the scalar codecs of impls/_numba_half.py (checked there against
+NumPy and torch), land in both of its columns in either layout, and leave the n_freq % 8 tail to
+the caller; the whole cache must be the float32 kernel's values rounded once, and a rotation the
+apply kernels' scalar loop bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+torch = pytest.importorskip("torch")
+
+from harness import implementations, to_numpy  # noqa: E402
+from harness.core.kinds.rotary import RotarySpec  # noqa: E402
+
+implementations()   # loads the built-ins under harness.impls
+from harness.impls._numba_half import codecs  # noqa: E402
+from harness.impls.rotary._vector_rows import LANES, cache_row, rotation_row  # noqa: E402
+
+HALF = ("float16", "bfloat16")
+
+
+def _awkward() -> np.ndarray:
+    """Random bit patterns over every exponent, bfloat16 ties, infinities and NaNs (a payload
+    below bfloat16's bits included), padded to whole vectors."""
+    rng = np.random.default_rng(11)
+    bits = rng.integers(0, 2**32, 2048, dtype=np.uint64).astype(np.uint32)
+    ties = (np.arange(1, 100, dtype=np.uint32) << np.uint32(16)) | np.uint32(0x8000)
+    special = np.array([0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0, 0x80000000,
+                        0x477FF000, 0x477FEFFF], dtype=np.uint32)
+    every = np.concatenate([bits, ties, special])
+    return np.concatenate([every, np.zeros(-every.size % LANES, np.uint32)]).view(np.float32)
+
+
+def _nan_bits(bits: np.ndarray, dtype: str) -> np.ndarray:
+    """Which 16-bit patterns are NaNs of `dtype`."""
+    exponent, mantissa = (0x7C00, 0x03FF) if dtype == "float16" else (0x7F80, 0x007F)
+    return ((bits & exponent) == exponent) & ((bits & mantissa) != 0)
+
+
+@pytest.fixture(scope="module")
+def scalar_store():
+    @numba.njit
+    def stores(out, x, store):
+        for i in range(x.size):
+            out[i] = store(x[i])
+
+    return stores
+
+
+@pytest.mark.filterwarnings("ignore:invalid value")
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", HALF)
+def test_each_lane_rounds_as_the_scalar_codec_into_both_columns(dtype, interleaved, scalar_store):
+    a = _awkward()
+    n = a.size
+    b, x, y = np.zeros(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    row = cache_row(dtype, interleaved)
+
+    @numba.njit
+    def write(oc, os, a, b, x, y):
+        return row(oc, os, a, b, x, y)
+
+    oc, os = np.zeros(2 * n, np.uint16), np.zeros(2 * n, np.uint16)
+    assert write(oc, os, a, b, x, y) == n
+    want_c, want_s = np.empty(n, np.uint16), np.empty(n, np.uint16)
+    scalar_store(want_c, a * x - b * y, codecs()[dtype].store)   # exact products: the same float32
+    scalar_store(want_s, b * x + a * y, codecs()[dtype].store)
+    first, second = ((slice(0, None, 2), slice(1, None, 2)) if interleaved
+                     else (slice(0, n), slice(n, None)))
+    for out, want in ((oc, want_c), (os, want_s)):
+        np.testing.assert_array_equal(out[first], want)
+        np.testing.assert_array_equal(out[second], want)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value", "ignore:overflow")
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", HALF)
+def test_rotation_is_the_scalar_loop_bit_for_bit(dtype, interleaved):
+    """In place over awkward half values (NaN, infinities, ties after the multiply-adds) against
+    the apply kernels' own scalar loop, same codec and same `contract` fastmath."""
+    codec, rng = codecs()[dtype], np.random.default_rng(5)
+    n = 512
+    x = rng.integers(0, 2**16, 2 * n + 3, dtype=np.uint64).astype(np.uint16)   # 3 dims past rot
+    c, s = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2))
+    load, store = codec.load, codec.store
+
+    @numba.njit(fastmath={"contract"})
+    def scalar(x, cr, sr, interleaved):
+        for f in range(cr.size):
+            i, j = (2 * f, 2 * f + 1) if interleaved else (f, cr.size + f)
+            a, b = load(x[i]), load(x[j])
+            x[i] = store(a * cr[f] - b * sr[f])
+            x[j] = store(b * cr[f] + a * sr[f])
+
+    row = rotation_row(dtype, interleaved)
+
+    @numba.njit
+    def vector(x, cr, sr):
+        return row(x, cr, sr)
+
+    want, got = x.copy(), x.copy()
+    scalar(want, c, s, interleaved)
+    assert vector(got, c, s) == n
+    nan = _nan_bits(got, dtype) & _nan_bits(want, dtype)   # which NaN propagates is operand order
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    np.testing.assert_array_equal(_nan_bits(got, dtype), _nan_bits(want, dtype))
+    assert not np.array_equal(got, x) and np.array_equal(got[2 * n:], x[2 * n:])
+
+
+def test_a_partial_vector_is_left_to_the_caller():
+    n = 2 * LANES + 5
+    ones = np.ones(n, np.float32)
+    row = cache_row("float16", False)
+
+    @numba.njit
+    def write(oc, os, a):
+        return row(oc, os, a, a, a, a)
+
+    oc, os = np.zeros(2 * n, np.uint16), np.zeros(2 * n, np.uint16)
+    assert write(oc, os, ones) == 2 * LANES
+    assert not oc[2 * LANES:n].any() and not oc[n + 2 * LANES:].any()
+    rotate = rotation_row("bfloat16", True)
+
+    @numba.njit
+    def turn(x, c):
+        return rotate(x, c, c)
+
+    x = np.full(2 * n, 0x3F80, np.uint16)   # bfloat16 ones
+    assert turn(x, ones) == 2 * LANES
+    assert (x[4 * LANES:] == 0x3F80).all() and (x[:4 * LANES] != 0x3F80).any()
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("name", ["rotary-numba-cache", "rotary-numba-cache-recycled"])
+def test_half_cache_is_the_float32_cache_rounded_once(name, dtype, layout):
+    """Both layouts, far positions, and rot 42: 21 frequencies, 5 of them past the last vector."""
+    spec = RotarySpec(300, 42, offset=70_000, layout=layout, dtype=dtype)
+    impl = next(i for i in implementations() if i.name == name)
+    half = [to_numpy(t) for t in impl.build(spec)()]
+    wide = [np.asarray(t) for t in impl.build(spec.replace(dtype="float32"))()]
+    for got, f32 in zip(half, wide):
+        want = (f32.astype(np.float16) if dtype == "float16"
+                else torch.from_numpy(f32).to(torch.bfloat16).float().numpy())
+        np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
