@@ -209,3 +209,17 @@ def test_random_cases_stay_within_the_angles_the_float32_contract_bounds():
     specs = random_timestep_specs(400, seed=3)
     assert max(s.max_angle for s in specs) <= max(RANDOM_ANGLE_SPANS) * (1 + 1e-12)
     assert any(s.scale == 1000.0 for s in specs) and any(s.max_angle > 1000 for s in specs)
+
+
+def test_a_bench_sized_spec_is_validated_at_once_and_a_bad_timestep_still_named(monkeypatch):
+    """65,536 timesteps per bench cell: checked item by item only to name a bad one."""
+    from harness.core.kinds.timestep import spec as module
+    from harness.util.exitcodes import UsageError
+
+    calls = []
+    monkeypatch.setattr(module, "is_finite", lambda t: calls.append(t) or True)
+    module.TimestepSpec.uniform(4096, 8)
+    assert calls == []
+    monkeypatch.undo()
+    with pytest.raises(UsageError, match="got -2.0 at index 3"):
+        module.TimestepSpec((0.0, 1, 2.0, -2.0), 8)
