@@ -165,6 +165,9 @@ def test_a_cell_proven_far_behind_at_the_next_smaller_size_is_left_out():
 
     smaller = [at("fast", 64, 1e-3), at("slow", 64, FAR_SMALLER * 1e-3 * 1.01)]
     assert "far behind" in behind_at_smaller(cell(length=256, impl="slow"), smaller)
+    # 5x behind is far enough: in a quiet default run none that far behind won the next size
+    five = [at("fast", 64, 1e-3), at("slow", 64, 5e-3)]
+    assert "far behind" in behind_at_smaller(cell(length=256, impl="slow"), five)
     assert behind_at_smaller(cell(length=256, impl="fast"), smaller) is None
     near = [at("fast", 64, 1e-3), at("slow", 64, FAR_SMALLER * 1e-3 * 0.99)]
     assert behind_at_smaller(cell(length=256, impl="slow"), near) is None
