@@ -137,3 +137,31 @@ def test_half_precision_tables_are_float32_rounded_once(name, dtype, bound):
 def test_half_precision_forwards_pass(name, dtype):
     result = check(REGISTRY.get(name), Spec(70, 12, dtype=dtype))
     assert result.status == "pass", result.reason
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("d", [16, 40, 64])
+def test_vector_tile_paths_write_the_same_exact_table(dtype, d, monkeypatch):
+    """The vector tile (impls/table/_tile.py) writes a table by streaming stores into aligned
+    memory, by cached stores into memory one element off, and ends a width that is not a whole
+    number of vectors with an overlapped vector: every path must give the same bits, and those
+    within the exact bound."""
+    from harness.impls.table import numba_fast
+    from harness.impls._numba_half import Storage
+    from harness.core.kinds.table.tolerance import exact_tolerance
+    from harness.util.memory import aligned, aligned_owner
+
+    monkeypatch.setattr(numba_fast, "STREAM_BYTES", 0)   # stream every table that can be
+    spec = Spec(3 * BLOCK + 5, d, offset=7, dtype=dtype)
+    storage = Storage(dtype)
+    shape, kind = (1, spec.length, d), storage.kernel
+    run = numba_fast._sweeper(spec, numba_fast._work(spec))
+    streamed = aligned(aligned_owner(shape, kind, 64), shape, kind, 64)
+    owner = aligned_owner(shape, kind, 64)
+    skip = -owner.ctypes.data % 64 + kind.itemsize     # one element past a 64-byte boundary
+    shifted = owner[skip:skip + streamed.nbytes].view(kind).reshape(shape)
+    run(streamed)
+    run(shifted)
+    assert np.array_equal(streamed, shifted)
+    got = to_numpy(storage.result()(streamed[0])).astype(np.float64)
+    assert np.all(np.abs(got - reference(spec)) <= exact_tolerance(spec))

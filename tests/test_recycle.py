@@ -112,3 +112,21 @@ def test_new_buffers_come_from_the_given_allocator():
     del first
     buffers.take()
     assert len(made) == 1   # reused, not allocated again
+
+
+def test_aligned_views_are_handed_out_and_their_holders_counted_on_the_owner():
+    """With `view` (an aligned part of a larger owner, harness.util.memory.aligned), a table is
+    32-byte aligned, and one held through a view of it is never handed out again."""
+    from harness.util.memory import aligned, aligned_owner
+
+    shape = (64, 24)
+    buffers = RecycledBuffers(shape, "float32", allocate=lambda: aligned_owner(shape, "float32", 32),
+                              view=lambda owner: aligned(owner, shape, "float32", 32))
+    first = buffers.take()
+    assert first.shape == shape and first.dtype == np.float32 and _address(first) % 32 == 0
+    held, address = first[3:], _address(first)
+    del first
+    second = buffers.take()
+    assert _address(second) != address
+    del held, second
+    assert _address(buffers.take()) == address

@@ -58,6 +58,19 @@ def first_touch(out: np.ndarray) -> np.ndarray:
     return out
 
 
+def aligned_owner(shape: tuple[int, ...], dtype, align: int) -> np.ndarray:
+    """Bytes for an array of `shape` and `dtype` whose start can be `align`-aligned (`aligned`):
+    `np.empty` starts large arrays 16 bytes past a page, and streaming stores need 32."""
+    return np.empty(int(np.prod(shape)) * np.dtype(dtype).itemsize + align, np.uint8)
+
+
+def aligned(owner: np.ndarray, shape: tuple[int, ...], dtype, align: int) -> np.ndarray:
+    """The `align`-aligned array of `shape` and `dtype` inside `owner` (`aligned_owner`)."""
+    skip = -owner.ctypes.data % align
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    return owner[skip:skip + nbytes].view(dtype).reshape(shape)
+
+
 def fresh_output(shape: tuple[int, ...], dtype, threads: int) -> np.ndarray:
     """`np.empty` for a kernel that writes it whole with `threads` threads: faulted in by this
     thread first (`first_touch`) when several will write it, else left to the one writer.

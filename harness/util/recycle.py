@@ -36,15 +36,20 @@ class RecycledBuffers:
     """Hands out arrays of one shape and dtype, reusing the memory of ones no longer held."""
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype | str, keep: int = 2,
-                 allocate: Optional[Callable[[], np.ndarray]] = None) -> None:
+                 allocate: Optional[Callable[[], np.ndarray]] = None,
+                 view: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> None:
         """`allocate`: how a new buffer is made (default `np.empty`); a builder that faults
-        pages in from one thread (`harness.util.memory.first_touch`) passes that here."""
+        pages in from one thread (`harness.util.memory.first_touch`) passes that here.
+        `view`: how a buffer is handed out (default `buffer.view()`); an allocator that returns
+        a larger owner (for alignment) passes the view of its part here, so that holders are
+        counted on the memory's owner."""
         if keep < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.keep = keep
         self._allocate = allocate or (lambda: np.empty(self.shape, self.dtype))
+        self._view = view or (lambda buffer: buffer.view())
         self._owned: list[np.ndarray] = []
         self._lock = threading.Lock()   # between the idle check and the view that ends it
 
@@ -54,12 +59,12 @@ class RecycledBuffers:
         with self._lock:
             for buffer, refs in zip(self._owned, _refcounts(self._owned)):
                 if refs == IDLE_REFCOUNT:
-                    return buffer.view()   # the view holds `buffer` until the caller lets it go
+                    return self._view(buffer)   # the view holds `buffer` until the caller lets it go
             buffer = self._allocate()
             if len(self._owned) < self.keep:
                 self._owned.append(buffer)
-                return buffer.view()
-            return buffer
+                return self._view(buffer)
+            return self._view(buffer)
 
     @property
     def kept_bytes(self) -> int:

@@ -3,8 +3,11 @@
 Why it is fast: per element it does two multiply-adds from tables that stay in
 L1/L2 (a block-start row P, Q of width d and a [block, d] table X, Y) and one
 store into the preallocated output; no transcendental, no temporary, no copy.
+A table's rows are written by an explicit-vector loop (impls/table/_tile.py) into output
+memory aligned to 32 bytes, by streaming stores when the table is larger than the last-level
+cache (no read for ownership: 0.9x bench's fill roofs at one thread, docs/fast.md).
 One thread faults the output's pages in (`first_touch`) when several will write it (one
-thread faults them as it writes: `fresh_output`), then threads take contiguous runs of blocks.
+thread faults them as it writes), then threads take contiguous runs of blocks.
 A block's start row (P, Q) is one angle-addition step, by float64 tables computed directly
 in setup, from an anchor start computed directly (libm) every ANCHOR blocks: no recurrence
 drifts, at any length, and float64 output pays d sin/cos per ANCHOR_EXACT blocks instead of
@@ -35,12 +38,13 @@ from types import SimpleNamespace
 import numpy as np
 
 from harness import Spec, register
-from harness.util.memory import fresh_output
+from harness.util.memory import aligned, aligned_owner, first_touch
 from harness.util.recycle import RecycledBuffers
 
 from .._numba_half import DTYPES, HALF_DTYPES, Storage, codecs
 from ._assemble import EVERY_CONVENTION as CONVENTIONS
 from ._angle_addition import column_steps
+from ._tile import STREAM_ALIGN, WIDTH, tile
 from .._numba_cache import njit as cached_njit
 
 #: Rows per block: X, Y of 32 x 1024 float32 is 256 KiB, resident in L2 while a block is written.
@@ -52,6 +56,10 @@ BLOCK_EXACT = 64
 ANCHOR = 64
 ANCHOR_EXACT = 16
 FASTMATH = {"contract"}
+#: Tables of at least this many bytes are written by streaming stores (impls/table/_tile.py):
+#: larger than this CPU's 32 MiB L3, so their lines would go to memory anyway; smaller ones
+#: stay cached for whoever reads them next.
+STREAM_BYTES = 48 << 20
 #: Every convention, in every dtype (half dtypes through the codecs).
 EVERY_CONVENTION = replace(CONVENTIONS, dtypes=DTYPES)   # fuse a*b + c into an FMA; no reassociation, no unsafe math
 
@@ -65,6 +73,7 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
     njit = cached_njit(fastmath=FASTMATH)
     codec = codecs()[dtype]
     store, load = codec.store, codec.load
+    rows = tile(dtype if dtype in HALF_DTYPES else "native")   # its output dtype's vector store
 
     @njit
     def start(P, Q, w, a, b, position):
@@ -103,7 +112,7 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
         return X, Y, np.cos(np.outer(steps, w)), np.sin(np.outer(steps, w))
 
     @njit(parallel=True)
-    def sweep(out, x, w, a, b, offset, X, Y, cos_steps, sin_steps, threads):
+    def sweep(out, x, w, a, b, offset, X, Y, cos_steps, sin_steps, threads, stream):
         """out[n, p] = PE[p] (x is None) or x[n, p] + PE[p]; X, Y's dtype is the arithmetic's.
 
         A block's start row (P, Q) is one angle-addition step from the last anchor, a start
@@ -113,6 +122,7 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
         per row was ~8% slower at 8192 x 1024 (measured on recycled memory)."""
         batch, length, d = out.shape
         block, anchor = X.shape[0], cos_steps.shape[0]
+        scalar = 0 if d >= WIDTH else d   # columns left to a scalar loop (the tile writes d >= WIDTH)
         nblocks = (length + block - 1) // block
         nchunks = max(1, min(threads, nblocks))
         per = (nblocks + nchunks - 1) // nchunks
@@ -128,17 +138,20 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
                 for c in range(d):
                     Pt[c] = P[c] * cos_steps[m, c] + Q[c] * sin_steps[m, c]
                     Qt[c] = Q[c] * cos_steps[m, c] - P[c] * sin_steps[m, c]
+                if x is None:
+                    count = min(block, length - blk * block)
+                    rows(table, blk * block, X, Y, 0, count, Pt, Qt, stream)
+                    for j in range(count):
+                        for c in range(scalar):
+                            table[blk * block + j, c] = store(Pt[c] * X[j, c] + Qt[c] * Y[j, c])
+                    continue
                 for j in range(min(block, length - blk * block)):
                     p = blk * block + j
-                    if x is None:
+                    for c in range(d):
+                        pe[c] = Pt[c] * X[j, c] + Qt[c] * Y[j, c]
+                    for n in range(batch):
                         for c in range(d):
-                            table[p, c] = store(Pt[c] * X[j, c] + Qt[c] * Y[j, c])
-                    else:
-                        for c in range(d):
-                            pe[c] = Pt[c] * X[j, c] + Qt[c] * Y[j, c]
-                        for n in range(batch):
-                            for c in range(d):
-                                out[n, p, c] = store(load(x[n, p, c]) + pe[c])
+                            out[n, p, c] = store(load(x[n, p, c]) + pe[c])
 
     return SimpleNamespace(within_block=within_block, sweep=sweep)
 
@@ -165,7 +178,7 @@ def _sweeper(spec: Spec, arithmetic: np.dtype):
 
     def run(out, x=None):   # the thread count from here: inside, it keeps the kernel uncached
         kernels.sweep(out, x, w, a, b, spec.offset, X, Y, cos_steps, sin_steps,
-                      numba.get_num_threads())
+                      numba.get_num_threads(), out.nbytes >= STREAM_BYTES)
         return out
 
     return run
@@ -178,12 +191,21 @@ def _warm(run, spec: Spec, x=None) -> None:
 
 
 def _outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.ndarray]:
-    """Each call's output buffer: fresh, or recycled (harness.util.recycle). New memory is faulted
-    in by this thread before a parallel pass either way (`fresh_output`)."""
+    """Each call's output buffer: fresh, or recycled (harness.util.recycle), starting on a
+    32-byte boundary so that the tile's streaming stores apply (`np.empty` starts 16 bytes
+    off). New memory is faulted in by this thread before a parallel pass (as `fresh_output`)."""
     import numba
 
-    fresh = lambda: fresh_output(shape, dtype, numba.get_num_threads())   # noqa: E731
-    return RecycledBuffers(shape, dtype, allocate=fresh).take if recycle else fresh
+    def owner() -> np.ndarray:
+        memory = aligned_owner(shape, dtype, STREAM_ALIGN)
+        return first_touch(memory) if numba.get_num_threads() > 1 else memory
+
+    def view(memory: np.ndarray) -> np.ndarray:
+        return aligned(memory, shape, dtype, STREAM_ALIGN)
+
+    if recycle:
+        return RecycledBuffers(shape, dtype, allocate=owner, view=view).take
+    return lambda: view(owner())
 
 
 def _build_table(spec: Spec, arithmetic: np.dtype, recycle: bool = False):

@@ -1,0 +1,149 @@
+"""The table's element loop as explicit LLVM vectors, with streaming stores (registers nothing).
+
+`tile(store)(out, row0, X, Y, j0, rows, P, Q, stream)` writes, for i < rows and every column c,
+out[row0 + i, c] = fma(P[c], X[j0 + i, c], Q[c] Y[j0 + i, c]) rounded once into the output's
+dtype: the scalar loop's value and rounding (FMA contraction), row after row, `WIDTH` columns
+at a time. A d that is not a multiple of WIDTH ends with one overlapped vector at d - WIDTH;
+a d < WIDTH is left to the caller.
+
+Why IR and not a Numba loop: (1) Numba's loop had LLVM guard every row by runtime alias checks
+(the output might overlap the tables) and kept a bfloat16 row at 8 lanes with a NaN blend the
+table never needs (sines and cosines are finite), so the half dtypes cost 2-2.7x a fill;
+(2) a store can be marked `!nontemporal` (MOVNTPS and kin), which a Numba loop cannot say. A
+streaming store skips the read for ownership of the output's line: a table larger than the
+last-level cache moves half the bytes a cached store moves (a cached fill reads every line
+before writing it). `stream` asks for them; they are used only when every vector's address is
+32-byte aligned (output start and row stride) and d is a multiple of WIDTH: a cached store
+into a line that streaming stores also write made the whole table 7x slower (measured). An
+`sfence` after a streamed call orders those stores before anything the caller does next.
+
+Column order matters: a variant that reused P, Q in registers down several rows (writing a
+column strip of 4-32 rows, then the next strip) was 1.3-2x slower than row order: the
+hardware's store streams want each row written front to back (docs/fast.md).
+
+bfloat16: round to nearest even in 32-bit lanes, as `bf16_bits` in impls/_numba_half.py, without
+its NaN case (no table value is NaN). float16: `fptrunc` (F16C). A float64 arithmetic with a
+half output goes through float32 first, as the scalar codecs do.
+"""
+
+from __future__ import annotations
+
+import functools
+
+#: Lanes per vector: one AVX2 register of float32 (two of float64; LLVM splits them).
+WIDTH = 16
+#: What a streaming (non-temporal) vector store's address must be a multiple of (AVX2: 32 bytes).
+STREAM_ALIGN = 32
+
+
+def _vector_store(builder, value, pointer, store: str, element, align: int, streaming: bool):
+    """Round a <WIDTH x float|double> vector into the output's dtype and store it (unaligned);
+    `element`: the output array's LLVM element type (uint16 bits for a half dtype)."""
+    from llvmlite import ir
+
+    narrow = element if store == "native" else ir.FloatType()   # half: via float32, as the codecs
+    if value.type.element != narrow:
+        value = builder.fptrunc(value, ir.VectorType(narrow, WIDTH))
+    if store == "float16":
+        value = builder.fptrunc(value, ir.VectorType(ir.HalfType(), WIDTH))
+    elif store == "bfloat16":
+        i32 = ir.IntType(32)
+        vec = ir.VectorType(i32, WIDTH)
+
+        def splat(x):
+            return ir.Constant(vec, [x] * WIDTH)
+
+        u = builder.bitcast(value, vec)
+        high = builder.lshr(u, splat(16))
+        odd = builder.and_(high, splat(1))
+        rounded = builder.lshr(builder.add(builder.add(u, splat(0x7FFF)), odd), splat(16))
+        value = builder.trunc(rounded, ir.VectorType(ir.IntType(16), WIDTH))
+    stored = builder.store(value, builder.bitcast(pointer, value.type.as_pointer()),
+                           align=STREAM_ALIGN if streaming else align)
+    if streaming:   # MOVNTPS and kin: no read for ownership, the line goes to memory
+        stored.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+
+
+@functools.cache
+def tile(store: str):
+    """The intrinsic for one output dtype (`store`: "native" for float32 and float64, whose
+    arithmetic dtype is the output's or wider; "float16" or "bfloat16" into uint16 bits)."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def tile_rows(typingctx, out, row0, X, Y, j0, rows, P, Q, stream):
+        sig = types.void(out, row0, X, Y, j0, rows, P, Q, stream)
+
+        def codegen(context, builder, signature, args):
+            o_t, _, x_t, _, _, _, p_t, _, s_t = signature.args
+            o = context.make_array(o_t)(context, builder, args[0])
+            xa, ya = (context.make_array(x_t)(context, builder, args[i]) for i in (2, 3))
+            pa, qa = (context.make_array(p_t)(context, builder, args[i]) for i in (6, 7))
+            intp = context.get_value_type(types.intp)
+            row0_, j0_, rows_ = (context.cast(builder, args[i], signature.args[i], types.intp)
+                                 for i in (1, 4, 5))
+            work = context.get_value_type(x_t.dtype)
+            element = context.get_value_type(o_t.dtype)
+            vec = ir.VectorType(work, WIDTH)
+            item, oitem = context.get_abi_sizeof(work), context.get_abi_sizeof(element)
+            ostride = cgutils.unpack_tuple(builder, o.strides)[0]
+            xstride = cgutils.unpack_tuple(builder, xa.strides)[0]
+            d = cgutils.unpack_tuple(builder, o.shape)[1]
+            i8p = ir.IntType(8).as_pointer()
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3),
+                                                 f"llvm.fma.v{WIDTH}f{8 * item}")
+
+            def const(value):
+                return ir.Constant(intp, value)
+
+            # streaming stores need every vector's address 32-byte aligned: the output's start
+            # and row stride aligned and whole vectors per row (a cached store into a line that
+            # streaming stores also write makes both slow: 10x, measured)
+            start_or_stride = builder.or_(builder.ptrtoint(o.data, intp), ostride)
+            aligned = builder.icmp_signed("==", builder.and_(start_or_stride, const(STREAM_ALIGN - 1)),
+                                          const(0))
+            whole = builder.icmp_signed("==", builder.srem(d, const(WIDTH)), const(0))
+            stream_ = builder.and_(context.cast(builder, args[8], s_t, types.boolean),
+                                   builder.and_(aligned, whole))
+            groups = builder.sdiv(d, const(WIDTH))
+            end = builder.mul(groups, const(WIDTH))
+
+            def at(base, offset):
+                return builder.gep(builder.bitcast(base, i8p), [offset])
+
+            def load(base, offset):
+                return builder.load(builder.bitcast(at(base, offset), vec.as_pointer()), align=item)
+
+            def write(src_row, dst_row, col, streaming):
+                at_col = builder.mul(col, const(item))
+                p, q = load(pa.data, at_col), load(qa.data, at_col)
+                src = builder.add(src_row, at_col)
+                value = builder.call(fma, [p, load(xa.data, src), builder.fmul(q, load(ya.data, src))])
+                dst = at(o.data, builder.add(dst_row, builder.mul(col, const(oitem))))
+                _vector_store(builder, value, dst, store, element, oitem, streaming)
+
+            with cgutils.for_range(builder, rows_) as r:
+                src_row = builder.mul(builder.add(j0_, r.index), xstride)
+                dst_row = builder.mul(builder.add(row0_, r.index), ostride)
+                with builder.if_else(stream_) as (streamed, cached):
+                    with streamed:
+                        with cgutils.for_range(builder, groups) as g:
+                            write(src_row, dst_row, builder.mul(g.index, const(WIDTH)), True)
+                    with cached:
+                        with cgutils.for_range(builder, groups) as g:
+                            write(src_row, dst_row, builder.mul(g.index, const(WIDTH)), False)
+                tail = builder.and_(builder.icmp_signed("<", end, d),
+                                    builder.icmp_signed(">=", d, const(WIDTH)))
+                with builder.if_then(tail):
+                    write(src_row, dst_row, builder.sub(d, const(WIDTH)), False)   # overlapped tail
+            with builder.if_then(stream_):   # order the streaming stores before the caller goes on
+                sfence = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []),
+                                                        "llvm.x86.sse.sfence")
+                builder.call(sfence, [])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return tile_rows
