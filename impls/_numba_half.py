@@ -89,6 +89,31 @@ def _intrinsics():
     return f16_bits, f16_value, bf16_bits, bf16_value
 
 
+def vector_bits(builder, value, dtype: str, finite: bool = False):
+    """The stores above for a kernel written as LLVM IR: <n x float> -> <n x i16>, the bits of
+    `dtype` ("float16": fptrunc; "bfloat16": round to nearest even, as `bf16_bits`, NaN kept
+    quiet unless `finite` says no lane can be NaN, as in a table of sines)."""
+    from llvmlite import ir
+
+    lanes = value.type.count
+    if dtype == "float16":
+        return builder.bitcast(builder.fptrunc(value, ir.VectorType(ir.HalfType(), lanes)),
+                               ir.VectorType(ir.IntType(16), lanes))
+    i32 = ir.VectorType(ir.IntType(32), lanes)
+
+    def splat(x):
+        return ir.Constant(i32, [x] * lanes)
+
+    u = builder.bitcast(value, i32)
+    high = builder.lshr(u, splat(16))
+    odd = builder.and_(high, splat(1))
+    rounded = builder.lshr(builder.add(builder.add(u, splat(0x7FFF)), odd), splat(16))
+    if not finite:
+        rounded = builder.select(builder.fcmp_unordered("uno", value, value), builder.or_(high, splat(0x40)),
+                                 rounded)
+    return builder.trunc(rounded, ir.VectorType(ir.IntType(16), lanes))
+
+
 @functools.cache
 def codecs() -> dict[str, Codec]:
     """One Codec per dtype, compiled once per process."""

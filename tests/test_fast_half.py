@@ -121,3 +121,46 @@ def test_kept_half_precision_bits_can_be_poisoned():
     assert np.all(np.isnan(bits.view(np.float16)))
     assert torch.all(torch.from_numpy(bits).view(torch.bfloat16).isnan())
     assert not poison(np.zeros(2, bool))
+
+
+@pytest.mark.filterwarnings("ignore:overflow")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_vector_ir_stores_give_the_codecs_bits(dtype, kernels):
+    """`vector_bits`, the codecs' stores for kernels written as IR (the table's tile), rounds
+    16 lanes at a time to the scalar codec's bits; `finite` drops only the NaN case."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    from harness.impls._numba_half import vector_bits
+
+    lanes = 16
+
+    def make(finite: bool):
+        @intrinsic
+        def store16(typingctx, out, x, i):
+            def codegen(context, builder, signature, args):
+                o, a = (context.make_array(t)(context, builder, v) for t, v in zip(signature.args[:2], args))
+                vf = ir.VectorType(ir.FloatType(), lanes)
+                value = builder.load(builder.bitcast(builder.gep(a.data, [args[2]]), vf.as_pointer()), align=4)
+                bits = vector_bits(builder, value, dtype, finite)
+                builder.store(bits, builder.bitcast(builder.gep(o.data, [args[2]]), bits.type.as_pointer()),
+                              align=2)
+                return context.get_dummy_value()
+            return types.void(out, x, i), codegen
+
+        @numba.njit
+        def run(out, x):
+            for i in range(0, x.size - lanes + 1, lanes):
+                store16(out, x, i)
+        return run
+
+    stores, _ = kernels
+    x = _awkward_float32()
+    x = x[: x.size - x.size % lanes]
+    finite = x[np.isfinite(x)]
+    for lanes_finite, values in ((False, x), (True, finite[: finite.size - finite.size % lanes])):
+        got, want = np.empty(values.size, np.uint16), np.empty(values.size, np.uint16)
+        make(lanes_finite)(got, values)
+        stores(want, values, codecs()[dtype].store)
+        np.testing.assert_array_equal(got, want)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import functools
 
+from .._numba_half import HALF_DTYPES, vector_bits
+
 #: Lanes per vector: one AVX2 register of float32 (two of float64; LLVM splits them).
 WIDTH = 16
 #: What a streaming (non-temporal) vector store's address must be a multiple of (AVX2: 32 bytes).
@@ -44,20 +46,8 @@ def _vector_store(builder, value, pointer, store: str, element, align: int, stre
     narrow = element if store == "native" else ir.FloatType()   # half: via float32, as the codecs
     if value.type.element != narrow:
         value = builder.fptrunc(value, ir.VectorType(narrow, WIDTH))
-    if store == "float16":
-        value = builder.fptrunc(value, ir.VectorType(ir.HalfType(), WIDTH))
-    elif store == "bfloat16":
-        i32 = ir.IntType(32)
-        vec = ir.VectorType(i32, WIDTH)
-
-        def splat(x):
-            return ir.Constant(vec, [x] * WIDTH)
-
-        u = builder.bitcast(value, vec)
-        high = builder.lshr(u, splat(16))
-        odd = builder.and_(high, splat(1))
-        rounded = builder.lshr(builder.add(builder.add(u, splat(0x7FFF)), odd), splat(16))
-        value = builder.trunc(rounded, ir.VectorType(ir.IntType(16), WIDTH))
+    if store in HALF_DTYPES:   # no table value is NaN: the bfloat16 rounding skips that case
+        value = vector_bits(builder, value, store, finite=True)
     stored = builder.store(value, builder.bitcast(pointer, value.type.as_pointer()),
                            align=STREAM_ALIGN if streaming else align)
     if streaming:   # MOVNTPS and kin: no read for ownership, the line goes to memory
