@@ -38,7 +38,8 @@ WIDTH = 16
 STREAM_ALIGN = 32
 
 
-def _vector_store(builder, value, pointer, store: str, element, align: int, streaming: bool):
+def _vector_store(builder, value, pointer, store: str, element, align: int, streaming: bool,
+                  rounding=vector_bits):
     """Round a <WIDTH x float|double> vector into the output's dtype and store it (unaligned);
     `element`: the output array's LLVM element type (uint16 bits for a half dtype)."""
     from llvmlite import ir
@@ -47,7 +48,7 @@ def _vector_store(builder, value, pointer, store: str, element, align: int, stre
     if value.type.element != narrow:
         value = builder.fptrunc(value, ir.VectorType(narrow, WIDTH))
     if store in HALF_DTYPES:   # no table value is NaN: the bfloat16 rounding skips that case
-        value = vector_bits(builder, value, store, finite=True)
+        value = rounding(builder, value, store, finite=True)
     stored = builder.store(value, builder.bitcast(pointer, value.type.as_pointer()),
                            align=STREAM_ALIGN if streaming else align)
     if streaming:   # MOVNTPS and kin: no read for ownership, the line goes to memory
@@ -61,6 +62,10 @@ def tile(store: str):
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
+
+    # held in the intrinsic's closure, so that the on-disk cache's key (impls/_numba_cache.py)
+    # follows this module and impls/_numba_half.py, not only the file the intrinsic is in
+    store_vector, rounding = _vector_store, vector_bits
 
     @intrinsic
     def tile_rows(typingctx, out, row0, X, Y, j0, rows, P, Q, stream):
@@ -112,7 +117,7 @@ def tile(store: str):
                 src = builder.add(src_row, at_col)
                 value = builder.call(fma, [p, load(xa.data, src), builder.fmul(q, load(ya.data, src))])
                 dst = at(o.data, builder.add(dst_row, builder.mul(col, const(oitem))))
-                _vector_store(builder, value, dst, store, element, oitem, streaming)
+                store_vector(builder, value, dst, store, element, oitem, streaming, rounding)
 
             with cgutils.for_range(builder, rows_) as r:
                 src_row = builder.mul(builder.add(j0_, r.index), xstride)
