@@ -20,20 +20,16 @@ from harness.core.kinds.rotary import RotarySpec  # noqa: E402
 implementations()   # loads the built-ins under harness.impls
 from harness.impls._numba_half import codecs  # noqa: E402
 from harness.impls.rotary._vector_rows import LANES, cache_row, rotation_row  # noqa: E402
+from tests.test_fast_half import _awkward_float32, kernels  # noqa: E402,F401 (kernels: a fixture)
 
 HALF = ("float16", "bfloat16")
 
 
 def _awkward() -> np.ndarray:
-    """Random bit patterns over every exponent, bfloat16 ties, infinities and NaNs (a payload
-    below bfloat16's bits included), padded to whole vectors."""
-    rng = np.random.default_rng(11)
-    bits = rng.integers(0, 2**32, 2048, dtype=np.uint64).astype(np.uint32)
-    ties = (np.arange(1, 100, dtype=np.uint32) << np.uint32(16)) | np.uint32(0x8000)
-    special = np.array([0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0, 0x80000000,
-                        0x477FF000, 0x477FEFFF], dtype=np.uint32)
-    every = np.concatenate([bits, ties, special])
-    return np.concatenate([every, np.zeros(-every.size % LANES, np.uint32)]).view(np.float32)
+    """test_fast_half's awkward float32 values (ties, subnormals, overflow, NaN payloads) padded
+    to whole vectors."""
+    every = _awkward_float32()
+    return np.concatenate([every, np.zeros(-every.size % LANES, np.float32)])
 
 
 def _nan_bits(bits: np.ndarray, dtype: str) -> np.ndarray:
@@ -42,20 +38,10 @@ def _nan_bits(bits: np.ndarray, dtype: str) -> np.ndarray:
     return ((bits & exponent) == exponent) & ((bits & mantissa) != 0)
 
 
-@pytest.fixture(scope="module")
-def scalar_store():
-    @numba.njit
-    def stores(out, x, store):
-        for i in range(x.size):
-            out[i] = store(x[i])
-
-    return stores
-
-
 @pytest.mark.filterwarnings("ignore:invalid value")
 @pytest.mark.parametrize("interleaved", [False, True])
 @pytest.mark.parametrize("dtype", HALF)
-def test_each_lane_rounds_as_the_scalar_codec_into_both_columns(dtype, interleaved, scalar_store):
+def test_each_lane_rounds_as_the_scalar_codec_into_both_columns(dtype, interleaved, kernels):
     a = _awkward()
     n = a.size
     b, x, y = np.zeros(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
@@ -68,8 +54,9 @@ def test_each_lane_rounds_as_the_scalar_codec_into_both_columns(dtype, interleav
     oc, os = np.zeros(2 * n, np.uint16), np.zeros(2 * n, np.uint16)
     assert write(oc, os, a, b, x, y) == n
     want_c, want_s = np.empty(n, np.uint16), np.empty(n, np.uint16)
-    scalar_store(want_c, a * x - b * y, codecs()[dtype].store)   # exact products: the same float32
-    scalar_store(want_s, b * x + a * y, codecs()[dtype].store)
+    stores = kernels[0]   # test_fast_half's scalar store loop
+    stores(want_c, a * x - b * y, codecs()[dtype].store)   # exact products: the same float32
+    stores(want_s, b * x + a * y, codecs()[dtype].store)
     first, second = ((slice(0, None, 2), slice(1, None, 2)) if interleaved
                      else (slice(0, n), slice(n, None)))
     for out, want in ((oc, want_c), (os, want_s)):

@@ -24,35 +24,14 @@ LANES = 8
 CONTRACT = ("contract",)
 
 
-def _half_bits(builder, value, dtype: str):
-    """<LANES x float> -> <LANES x i16>: its float16 bits (fptrunc: IEEE round to nearest even) or
-    its bfloat16 bits (round to nearest even, NaN kept quiet: the rule of _numba_half.bf16_bits,
-    lane by lane; NaN found by an unordered compare, which is the same set as its bit test)."""
-    from llvmlite import ir
-
-    if dtype == "float16":
-        return builder.bitcast(builder.fptrunc(value, ir.VectorType(ir.HalfType(), LANES)),
-                               ir.VectorType(ir.IntType(16), LANES))
-    i32 = ir.VectorType(ir.IntType(32), LANES)
-
-    def const(v):
-        return ir.Constant(i32, [v] * LANES)
-
-    u = builder.bitcast(value, i32)
-    high = builder.lshr(u, const(16))
-    odd = builder.and_(high, const(1))
-    rounded = builder.lshr(builder.add(builder.add(u, const(0x7FFF)), odd), const(16))
-    quiet = builder.or_(high, const(0x40))
-    nan = builder.fcmp_unordered("uno", value, value)   # one compare; the integer test took three
-    return builder.trunc(builder.select(nan, quiet, rounded), ir.VectorType(ir.IntType(16), LANES))
-
-
 @functools.cache
 def cache_row(dtype: str, interleaved: bool):
     """The intrinsic writing one cache row of a half dtype (`dtype`) in one layout."""
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
+
+    from .._numba_half import vector_bits   # captured: its file's stamp keys the on-disk cache
 
     f32v = ir.VectorType(ir.FloatType(), LANES)
     pairs = ir.Constant(ir.VectorType(ir.IntType(32), 2 * LANES), [k // 2 for k in range(2 * LANES)])
@@ -80,7 +59,7 @@ def cache_row(dtype: str, interleaved: bool):
                                  flags=CONTRACT)
                 s = builder.fadd(builder.fmul(vb, vx, flags=CONTRACT), builder.fmul(va, vy, flags=CONTRACT),
                                  flags=CONTRACT)
-                cb, sb = _half_bits(builder, c, dtype), _half_bits(builder, s, dtype)
+                cb, sb = vector_bits(builder, c, dtype), vector_bits(builder, s, dtype)
                 if interleaved:
                     put(builder, outc, f, cb)
                     put(builder, outs, f, sb)
@@ -120,6 +99,8 @@ def rotation_row(dtype: str, interleaved: bool):
     from numba.core import cgutils, types
     from numba.extending import intrinsic
 
+    from .._numba_half import vector_bits   # captured: its file's stamp keys the on-disk cache
+
     f32v, i16 = ir.VectorType(ir.FloatType(), LANES), ir.IntType(16)
     i32 = ir.IntType(32)
     evens = ir.Constant(ir.VectorType(i32, LANES), [2 * k for k in range(LANES)])
@@ -152,7 +133,7 @@ def rotation_row(dtype: str, interleaved: bool):
                 fm = {"flags": CONTRACT}
                 new_p = builder.fsub(builder.fmul(p, vc, **fm), builder.fmul(q, vs, **fm), **fm)
                 new_q = builder.fadd(builder.fmul(q, vc, **fm), builder.fmul(p, vs, **fm), **fm)
-                pb, qb = _half_bits(builder, new_p, dtype), _half_bits(builder, new_q, dtype)
+                pb, qb = vector_bits(builder, new_p, dtype), vector_bits(builder, new_q, dtype)
                 if interleaved:
                     builder.store(builder.shuffle_vector(pb, qb, zipped), at, align=2)
                 else:
