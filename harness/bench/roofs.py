@@ -2,7 +2,8 @@
 
 Each workload says what one call reads and writes (`Workload.traffic`), and that says which roof
 measures it: one that only writes its output (a 1-D `table`, a rotary `cache`, a `grid`, a
-`timestep` embedding) is also timed as `empty + fill` of the same bytes and dtype, one that adds
+`timestep` embedding) is also timed as `empty + fill` of the same bytes and dtype (and, past
+the last-level cache, as a fill by streaming stores: harness.bench.roof_stream), one that adds
 a table to its input (`forward`) as the bare `x + pe` of the same arrays (the table already
 built), one that reads its inputs and writes them back (a rotary `apply`) as a bare
 read-modify-write pass over them (`_scale_pass`, `_scale_recycled`): once into fresh memory and
@@ -27,6 +28,7 @@ from harness.core.registry import Implementation, Registry
 from harness.runs.results import COMPUTE_ROOF
 from harness.bench.roof_memory import (BFLOAT16_ONE, as_result, bfloat16_view, fresh, host_dtype,
                                        output_shape, recycled, started_torch)
+from harness.bench.roof_stream import streaming_fill
 from harness.util.recycle import RecycledBuffers
 
 ROOF_REGISTRY = Registry()
@@ -41,6 +43,17 @@ def dtypes(*allowed: str) -> Callable[[Any], Optional[str]]:
 
 NUMPY_DTYPES = dtypes("float16", "float32", "float64")
 TORCH_DTYPES = dtypes("float16", "bfloat16", "float32", "float64")
+#: Streaming stores pay past the last-level cache only; below this a cached fill is the faster.
+STREAM_FROM_BYTES = 8 << 20
+
+
+def streamed_outputs(spec: Any) -> Optional[str]:
+    """The streaming fill's supports: outputs of STREAM_FROM_BYTES or more, in any dtype."""
+    why = TORCH_DTYPES(spec)
+    if why or spec.elements * (8 if spec.dtype == "float64" else 4 if spec.dtype == "float32"
+                               else 2) >= STREAM_FROM_BYTES:
+        return why
+    return f"an output under {STREAM_FROM_BYTES >> 20} MiB (a cached fill is faster there)"
 
 
 def numpy_add(spec: Any, x: np.ndarray):
@@ -267,6 +280,9 @@ ROOFS: dict[str, tuple[Roof, ...]] = {
         ("roof-numpy-torch-fill", "torch", "cpu", fresh(_fill_torch, touch=True), TORCH_DTYPES, None),
         ("roof-recycled-fill", "numpy", "cpu", recycled(_fill_numpy), TORCH_DTYPES, None),
         ("roof-recycled-torch-fill", "torch", "cpu", recycled(_fill_torch), TORCH_DTYPES, None),
+        # streaming stores skip the read for ownership: the fastest bare write of a large output
+        ("roof-stream-fill", "numba", "cpu", fresh(streaming_fill), streamed_outputs, None),
+        ("roof-recycled-stream-fill", "numba", "cpu", recycled(streaming_fill), streamed_outputs, None),
     ),
     kinds.ADDS: (
         ("roof-numpy-add", "numpy", "cpu", _same(numpy_add), NUMPY_DTYPES, None),
