@@ -1,4 +1,4 @@
-"""nox sessions: `nox -s tests`, `nox -s matrix`, `nox -s verify`, `nox -s bench`, `nox -s report`, `nox -s libraries`,
+"""nox sessions: `nox -s tests`, `nox -s e2e`, `nox -s matrix`, `nox -s verify`, `nox -s bench`, `nox -s report`, `nox -s libraries`,
 `nox -s triton`, `nox -s mutants`.
 
 All sessions share one environment, `.nox/stack` (about 3 GB: torch, TensorFlow,
@@ -62,21 +62,33 @@ def harness(session: nox.Session, verb: str) -> None:
 
 
 #: pytest-xdist: the tests in two processes, one per core of the 2-core machine the suite's time
-#: is promised on; tests marked xdist_group run in one process (loadgroup). The tests marked
-#: `alone` (they time real runs: a second process on the cores would move their medians) run
-#: after, in one process.
-PARALLEL = ("-n", "2", "--dist", "loadgroup", "-m", "not alone")
+#: is promised on, a test file per process at a time (`loadfile`: a module's fixture is built once,
+#: where spreading a module's tests over both processes built each of them twice).
+PARALLEL = ("-n", "2", "--dist", "loadfile")
 
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The test suite: correctness of every implementation on each kind's representative cases,
-    the harness, the reports. `-- ARGS` runs `pytest ARGS` in one process instead."""
+    the harness, the reports, each verb run once. `-- ARGS` runs `pytest ARGS` in one process
+    instead. The end-to-end scenarios are `nox -s e2e`."""
     python = stack_python(session)
     if session.posargs:
         session.run(python, "-m", "pytest", *session.posargs, external=True, env=QUIET_TF)
         return
-    session.run(python, "-m", "pytest", *PARALLEL, external=True, env=QUIET_TF)
+    session.run(python, "-m", "pytest", *PARALLEL, "-m", "not e2e and not alone", external=True,
+                env=QUIET_TF)
+
+
+@nox.session(venv_backend="none")
+def e2e(session: nox.Session) -> None:
+    """The end-to-end scenarios (`e2e`): real sweeps, post-steps and reports in subprocesses -
+    faults, hangs, a killed run and its resume, cheats caught by bench, a new kind from one
+    folder - then the tests marked `alone`, which time real runs (a second process on the cores
+    would move their medians), by themselves. CI runs it after `nox -s tests`."""
+    python = stack_python(session)
+    session.run(python, "-m", "pytest", *PARALLEL, "-m", "e2e and not alone", external=True,
+                env=QUIET_TF)
     session.run(python, "-m", "pytest", "-m", "alone", external=True, env=QUIET_TF)
 
 

@@ -19,7 +19,7 @@ import pytest
 from harness import cli
 from harness.runs import journal
 
-#: Times real runs: `nox -s tests` runs these after its parallel part, by themselves.
+#: Times real runs: `nox -s e2e` runs these after its parallel part, by themselves.
 pytestmark = pytest.mark.alone
 
 ROOT = Path(__file__).resolve().parent.parent

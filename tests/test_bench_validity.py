@@ -308,6 +308,7 @@ PLUGIN = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 def test_a_sweep_records_invalid_cells_and_says_so(tmp_path):
     plugin = tmp_path / "bv_plugin.py"
     plugin.write_text(PLUGIN)

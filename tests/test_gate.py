@@ -16,7 +16,7 @@ from harness.report import gate
 from tests.test_bench import PLUGINS, bench, by_impl, table
 from tests.test_report import no_plots  # noqa: F401  (a fixture)
 
-#: Times real runs: `nox -s tests` runs these after its parallel part, by themselves.
+#: Times real runs: `nox -s e2e` runs these after its parallel part, by themselves.
 pytestmark = pytest.mark.alone
 
 RNG = np.random.default_rng(7)

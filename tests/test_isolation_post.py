@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from harness.bench import post
 from harness.runs import journal
 
@@ -35,6 +37,7 @@ TINY = ["--threads", "1", "--dtypes", "float32", "--workloads", "table", "--leng
         "--d-models", "8", "--max-time", "0.01", "--quick"]
 
 
+@pytest.mark.e2e
 def test_a_failed_post_step_fails_bench_and_is_named_at_the_top_of_the_report(tmp_path):
     plugin = tmp_path / "dies_in_verify.py"
     plugin.write_text(PLUGIN)

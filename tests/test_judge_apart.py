@@ -162,6 +162,7 @@ def test_a_hanging_supports_and_a_raising_supports_are_verdicts(tmp_path):
     assert set(rows["status"]) == {"error"}
 
 
+@pytest.mark.e2e
 def test_an_implementation_right_only_on_a_learned_case_list_fails_fresh_cases(tmp_path):
     """It memorised every case of a seed-0 run; each run draws its random cases from a fresh
     seed, recorded, and `--seed` draws the same ones again."""
@@ -212,6 +213,7 @@ def bench(plugin: Path, tmp_path: Path, *extra: str) -> tuple[int, str, pd.DataF
     return done.returncode, text, rows
 
 
+@pytest.mark.e2e
 def test_bench_workers_leave_no_process_and_no_thread_holds_them(tmp_path):
     """Each call starts sleepers (one setsid, one orphaned) and a non-daemon thread: the sweep
     ends in far less than the workers' 120 s idle limit, and nothing survives it."""
@@ -238,6 +240,7 @@ def test_bench_workers_leave_no_process_and_no_thread_holds_them(tmp_path):
     assert left_behind(marker) == []
 
 
+@pytest.mark.e2e
 def test_a_hanging_implementation_costs_one_timeout_per_sweep(tmp_path):
     plugin = write(tmp_path, "bench_hang", textwrap.dedent('''
         import time
@@ -272,6 +275,7 @@ def test_a_faked_clock_is_caught_by_the_supervisors_own(tmp_path):
     assert mine["status"] == "ok" and "clock: its timer counted" in mine["flags"], text
 
 
+@pytest.mark.e2e
 def test_a_time_below_a_fill_of_the_same_bytes_is_never_recommended(tmp_path):
     """A fresh row broadcast to the table's shape: finite, of the right shape and dtype, a new
     buffer each call, and returned far faster than any fill of the table's bytes. Its values are
@@ -289,6 +293,7 @@ def test_a_time_below_a_fill_of_the_same_bytes_is_never_recommended(tmp_path):
     assert mine["status"] == "invalid" and "differ from the reference" in mine["reason"], text
 
 
+@pytest.mark.e2e
 def test_a_builder_that_computes_once_and_copies_is_invalid(tmp_path):
     """Nothing kept at setup, its table kept from the first call and copied from then on: the
     worker poisons what it kept, and the warm call hands back NaN."""
@@ -310,6 +315,7 @@ def test_a_builder_that_computes_once_and_copies_is_invalid(tmp_path):
     assert "kept from its first call were poisoned" in mine["reason"]
 
 
+@pytest.mark.e2e
 def test_a_callable_that_answers_otherwise_under_the_timer_is_invalid(tmp_path):
     """Right when called untimed, a (finite) table of zeros when pytest-benchmark is on the
     stack: what the timed calls returned is checked too."""

@@ -18,6 +18,7 @@ from harness.core import catalog, kinds
 from tests.test_judge_apart import bench, write
 
 
+@pytest.mark.e2e
 def test_a_consistently_wrong_plugin_that_rewrites_numpy_is_invalid_in_bench(tmp_path):
     """One sweep, two cheats beside two controls: a table wrong in every call from a plugin that
     zeroes numpy's absolute value is `invalid`; a forward that computed x + PE in its factory
@@ -186,6 +187,7 @@ def test_identify_keeps_a_plugin_rewriting_numpy_out_of_its_search(tmp_path):
     assert "adv-library" in found["libraries"]
 
 
+@pytest.mark.e2e
 def test_a_forward_and_an_apply_computing_their_first_result_once_are_invalid_in_bench(tmp_path):
     """Handed their inputs at every call (harness.core.handover), a forward and an apply that
     keep their first answer and hand back copies (timed as a memcpy) return, given other inputs

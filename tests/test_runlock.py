@@ -65,6 +65,7 @@ def wait_for(path: Path, within_s: float) -> str:
     raise AssertionError(f"{path} did not appear within {within_s} s")
 
 
+@pytest.mark.e2e
 def test_sigkill_of_bench_stops_its_workers_and_resume_waits_for_them(tmp_path):
     plugin, pid_file, out = tmp_path / "slow.py", tmp_path / "worker.pid", tmp_path / "runs"
     plugin.write_text(SLOW)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -23,6 +24,7 @@ def harness(tmp_path: Path, *args: str, plugin: bool = True) -> subprocess.Compl
                           capture_output=True, text=True, env=env, timeout=240)
 
 
+@pytest.mark.e2e
 def test_list_verify_and_conventions_take_a_new_kind_from_one_folder(tmp_path):
     listed = harness(tmp_path, "list")
     assert listed.returncode == 0, listed.stderr
@@ -45,6 +47,7 @@ def test_identify_names_a_kind_it_has_no_reader_for(tmp_path):
     assert done.returncode == 2 and "identify has no reader for that kind" in done.stderr
 
 
+@pytest.mark.e2e
 def test_bench_report_and_precision_take_a_new_kind_from_one_folder(tmp_path):
     timed = harness(tmp_path, "bench", "--quick", "--no-post", "--lengths", "8", "--d-models", "2",
                     "--dtypes", "float64", "--threads", "1", "--max-time", "0.01")
