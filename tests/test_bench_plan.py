@@ -93,6 +93,10 @@ def test_one_thread_is_timed_for_the_contenders_at_all_cores_only():
     assert "not a contender" in not_contender(cell(impl=last), ranked)
     assert "not a contender" in left_out(cell(impl=last), ranked)     # what the worker asks
     assert all(not_contender(cell(impl=f"i{n}"), ranked) is None for n in range(CONTENDERS))
+    # two contenders: the third fastest at all cores is not timed at one thread
+    three = [_at_two(f"j{n}", (n + 1) * 1e-3) for n in range(3)]
+    assert "not a contender" in not_contender(cell(impl="j2"), three)
+    assert not_contender(cell(impl="j1"), three) is None
     # a faster one flagged at all cores proves nothing against it; nor does its own flagged row
     busy = [dict(ranked[0], others_busy=1.9)] + ranked[1:]
     assert not_contender(cell(impl=last), busy) is None

@@ -42,8 +42,10 @@ FAR = 4.0
 #: How far behind at the next smaller size before a larger one is left out.
 FAR_SMALLER = 4.0
 #: At fewer threads than the sweep's most, this many of the fastest implementations at the most
-#: threads are timed (and the usual choice): the best that passes verify is almost always one.
-CONTENDERS = 3
+#: threads are timed (and the usual choice): the report's one-thread figures are the pick's, and
+#: in the quiet default run of 2026-11-27 every pick was the fastest at all cores (a third costs
+#: about 35 s of the sweep, replayed on that run, and answered nothing).
+CONTENDERS = 2
 
 Row = dict[str, Any]
 _SAME = ("workload", "device", "dtype", "length", "d_model", "batch", "heads", "convention")
