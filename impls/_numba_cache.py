@@ -9,16 +9,26 @@ store, a shared helper) never hits, and each process adds an entry to the cache.
 also refuses a kernel that calls numba.get_num_threads() (a dynamic global): the kernels
 take the thread count as an argument instead.
 
-Here a captured function is described by what decides its compiled code: its source file's
-stamp (modification time and size), its bytecode, constants and names, a dispatcher's
+Here a captured function is described by what decides its compiled code: a digest of its
+source file's content, its bytecode, constants and names, a dispatcher's
 options and, recursively, its own closure; anything else by Numba's own pickle. The
 caller's own source file is stamped by Numba's index as before. What the compile costs is
 paid once per machine and source version; the factories still compile (or load) before
 they return, so bench's timed first call never includes it (harness.bench.measure).
+
+Where: one cache for every checkout on the machine (`cache_root`: $PE_HARNESS_NUMBA_CACHE, else
+the user's cache folder), a folder per module, each entry keyed by what its code is (Numba's
+own stamp of the defining file is a digest of its content; ours of a captured function's file
+too), never by where a checkout lies or when its files were written. A fresh clone of the
+same source loads its kernels instead of compiling them again (minutes of one core for the
+whole family, and `nox -s tests` runs in a fresh clone); a clone of other source gets its own
+entries. NUMBA_CACHE_DIR, when set, wins, as in Numba; an unwritable folder falls back to
+Numba's own places.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import types
@@ -54,12 +64,47 @@ def _numba() -> Any:
 _CLASS: list[type] = []
 
 
-def _cache_class() -> type:
-    """FunctionCache with the stable index key (numba imported on first use only)."""
-    if not _CLASS:
-        from numba.core.caching import FunctionCache
+def cache_root() -> str:
+    """The machine's cache of compiled kernels, shared by every checkout."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.environ.get("PE_HARNESS_NUMBA_CACHE") or os.path.join(base, "pe-harness", "numba")
 
-        class StableCache(FunctionCache):
+
+def _cache_class() -> type:
+    """FunctionCache with the stable index key in the shared folder (numba imported on first
+    use only)."""
+    if not _CLASS:
+        from numba.core import caching
+
+        class SharedLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+            """A folder per module under `cache_root`; Numba's stamp (a digest of the file's
+            content) and the index key say whether an entry is this code's."""
+
+            def __init__(self, py_func: Any, py_file: str) -> None:
+                self._py_file, self._lineno = py_file, py_func.__code__.co_firstlineno
+                self._path = os.path.join(cache_root(), py_func.__module__)
+
+            def get_cache_path(self) -> str:
+                return self._path
+
+            @classmethod
+            def from_function(cls, py_func: Any, py_file: str) -> Any:
+                if not os.path.exists(py_file):
+                    return None
+                locator = cls(py_func, py_file)
+                try:
+                    locator.ensure_cache_path()
+                except OSError:
+                    return None          # Numba's own places, next in the list
+                return locator
+
+        class SharedImpl(caching.CompileResultCacheImpl):
+            _locator_classes = [caching.UserProvidedCacheLocator, SharedLocator,
+                                *caching.CompileResultCacheImpl._locator_classes]
+
+        class StableCache(caching.FunctionCache):
+            _impl_class = SharedImpl
+
             def _index_key(self, sig: Any, codegen: Any) -> tuple:
                 return (sig, codegen.magic_tuple(), (stable_key(self._py_func), ""))
 
@@ -72,7 +117,7 @@ def _function(fn: types.FunctionType, seen: set[int]) -> tuple:
         return ("again", fn.__qualname__)
     seen.add(id(fn))
     cells = tuple(_describe(c.cell_contents, seen) for c in fn.__closure__ or ())
-    return (fn.__module__, fn.__qualname__, _stamp(fn.__code__.co_filename), _code(fn.__code__),
+    return (fn.__module__, fn.__qualname__, _content(fn.__code__.co_filename), _code(fn.__code__),
             cells)
 
 
@@ -81,12 +126,19 @@ def _code(code: types.CodeType) -> tuple:
     return (code.co_code, consts, code.co_names)
 
 
-def _stamp(path: str) -> tuple:
+def _content(path: str) -> str:
+    """A digest of a source file's content (what it is, wherever a checkout put it)."""
     try:
         st = os.stat(path)
     except OSError:
-        return (path,)
-    return (path, st.st_mtime_ns, st.st_size)
+        return path
+    return _digest(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _digest(path: str, mtime_ns: int, size: int) -> str:   # read again when the file changes
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def _describe(value: Any, seen: set[int]) -> Any:

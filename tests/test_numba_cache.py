@@ -46,12 +46,15 @@ KERNELS = textwrap.dedent('''
 ''')
 
 
-def _compile(tmp_path: Path, scale: float) -> dict:
+def _compile(tmp_path: Path, scale: float, shared: Path | None = None) -> dict:
+    """Compile in a fresh process: in `tmp_path`'s own cache, or with `shared` the machine's
+    cache as every checkout uses it (no NUMBA_CACHE_DIR)."""
     script = tmp_path / "kernels.py"
-    if not script.exists():      # rewritten, its new stamp would invalidate the cache
+    if not script.exists():
         script.write_text(KERNELS)
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT),
-           "PATH": "/usr/bin:/bin"}
+    where = ({"PE_HARNESS_NUMBA_CACHE": str(shared)} if shared else
+             {"NUMBA_CACHE_DIR": str(tmp_path / "cache")})
+    env = {**where, "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, str(script), repr(scale)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -73,3 +76,20 @@ def test_a_different_captured_constant_is_compiled_not_served(tmp_path: Path) ->
     assert other["key"] != first["key"]
     assert (other["misses"], other["hits"]) == (1, 0)
     assert other["out"] == [0, 3, 6, 9]
+
+
+def test_a_second_checkout_of_the_same_source_loads_instead_of_compiling(tmp_path: Path) -> None:
+    """Two clones (other folders, files written at other times) share the machine's cache:
+    the second loads what the first compiled; changed source is compiled anew."""
+    shared, one, two, edited = (tmp_path / name for name in ("shared", "one", "two", "edited"))
+    for clone in (one, two, edited):
+        clone.mkdir()
+    first = _compile(one, 2.0, shared)
+    (two / "kernels.py").write_text(KERNELS)        # the same source, a later file
+    again = _compile(two, 2.0, shared)
+    (edited / "kernels.py").write_text(KERNELS.replace("x * scale", "x * scale + 0"))
+    changed = _compile(edited, 2.0, shared)
+    assert (first["misses"], first["hits"]) == (1, 0)
+    assert (again["misses"], again["hits"]) == (0, 1), "the second checkout compiled again"
+    assert (changed["misses"], changed["hits"]) == (1, 0), "changed source served a stale kernel"
+    assert first["out"] == again["out"] == changed["out"] == [0, 2, 4, 6]
