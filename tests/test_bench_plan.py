@@ -194,3 +194,19 @@ def test_full_prunes_nothing():
         return options.parse(cli.parse({"bench": bench_cli}, ["bench", *argv])).limits
 
     assert limits().prune and not limits("--full").prune
+
+
+def test_roofs_of_two_output_shapes_at_one_size_are_two_cells_of_the_journal():
+    """A grid with a cls row and a 3-D grid at the same length write different shapes: each
+    gets its roofs, and every cell of the plan has a key of its own (the journal keeps one row
+    per key: with one key for both, the cls grids were left without a roof)."""
+    from harness import implementations
+    from harness.bench.grid import default_grid
+
+    wanted = {"grid-numpy", "diffusers-3d-sincos"}
+    impls = [i for i in implementations() if i.name in wanted and i.available]
+    cells = plan(impls, default_grid(2)).cells
+    roofs = [c for c in cells if c.is_roof]
+    assert len(impls) == 2 and len({c.convention for c in roofs}) == 2
+    keys = [c.key for c in cells]
+    assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)[:4]

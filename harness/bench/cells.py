@@ -58,8 +58,12 @@ class Cell:
 
     @property
     def key(self) -> str:
-        """Stable identity in the journal and for --resume (the convention follows from impl)."""
-        return self.identity.text(self.work.batched)
+        """Stable identity in the journal and for --resume. An implementation's convention
+        follows from its name; a roof's does not: it stands beside every output shape of the
+        cell (a grid with a cls row, a 3-D grid's), one cell per convention, which the key
+        names - else the journal kept one of them and the other's cells had no roof."""
+        text = self.identity.text(self.work.batched)
+        return f"{text}:{self.convention}" if self.is_roof else text
 
     @property
     def work(self) -> kinds.Workload:
