@@ -11,7 +11,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import pandas as pd
 
@@ -153,6 +153,23 @@ def _fork_is_safe() -> bool:
     return not any(name in sys.modules for name in _THREADED)
 
 
+def _call(task: Callable[[], dict[str, Optional[Path]]]) -> dict[str, Optional[Path]]:
+    return task()
+
+
+def _frontier_plot(trade: Tradeoff, machine: str, where: Path,
+                   styles: Any) -> dict[str, Optional[Path]]:
+    return {f"frontier-{trade.workload}": plots.frontier(
+        trade, machine, where / f"frontier-{trade.workload}.png", styles)}
+
+
+def _error_plot(verify: Optional[pd.DataFrame], machine: str, where: Path,
+                styles: Any) -> dict[str, Optional[Path]]:
+    errors = error_by_position(verify, ACCURACY_DTYPE)
+    return {"error": plots.error_vs_position(errors, ACCURACY_DTYPE, machine,
+                                             where / f"error-{ACCURACY_DTYPE}.png", styles)}
+
+
 def _workload_plots(bench: pd.DataFrame, named: dict[str, str], machine: str, where: Path,
                     styles: Any, w: str) -> dict[str, Optional[Path]]:
     """The four plots of one workload (a task of its own: workloads are drawn at once)."""
@@ -168,27 +185,26 @@ def _workload_plots(bench: pd.DataFrame, named: dict[str, str], machine: str, wh
 
 def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
           roles: dict[str, str]) -> dict[str, Path]:
-    """Every plot of a one-run report, keyed `kind-workload` (and `error`); absent when empty."""
+    """Every plot of a one-run report, keyed `kind-workload` (and `error`); absent when empty.
+    Each workload's four plots, each frontier and the error plot are tasks of their own, drawn
+    at once on every core (seconds of Agg layout each: the frontiers drawn one after another
+    here once came after the rest, about a quarter of the report's time)."""
     verified = run.verify["impl"] if run.verify is not None else []
     bench = run.bench
     styles = palette([*bench["impl"], *verified], roofs=bench.loc[bench["is_roof"], "impl"],
                      highlight=roles)
     machine = run.machine
+    tasks: list[Callable[[], dict[str, Optional[Path]]]] = [
+        partial(_workload_plots, bench, named, machine, where, styles, w) for w in _workloads(run)]
+    tasks += [partial(_frontier_plot, t, machine, where, styles) for t in trades]
+    tasks.append(partial(_error_plot, run.verify, machine, where, styles))
     drawn: dict[str, Optional[Path]] = {}
-    workloads = _workloads(run)
-    draw = partial(_workload_plots, bench, named, machine, where, styles)
-    if len(workloads) > 1 and cpus.usable() > 1 and _fork_is_safe():   # seconds of Agg each
-        with ProcessPoolExecutor(min(cpus.usable(), len(workloads)),
+    if len(tasks) > 1 and cpus.usable() > 1 and _fork_is_safe():
+        with ProcessPoolExecutor(min(cpus.usable(), len(tasks)),
                                  mp_context=multiprocessing.get_context("fork")) as pool:
-            for mine in pool.map(draw, workloads):
+            for mine in pool.map(_call, tasks):
                 drawn.update(mine)
     else:
-        for mine in map(draw, workloads):
+        for mine in map(_call, tasks):
             drawn.update(mine)
-    for t in trades:
-        drawn[f"frontier-{t.workload}"] = plots.frontier(t, machine, where / f"frontier-{t.workload}.png",
-                                                         styles)
-    errors = error_by_position(run.verify, ACCURACY_DTYPE)
-    drawn["error"] = plots.error_vs_position(errors, ACCURACY_DTYPE, machine,
-                                             where / f"error-{ACCURACY_DTYPE}.png", styles)
     return {k: v for k, v in drawn.items() if v is not None}
