@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.backends import host
@@ -180,6 +181,22 @@ def test_journal_reader_returns_only_new_complete_lines(tmp_path):
         f.write('"}\n')
     assert [r["key"] for r in reader.poll()] == ["torn"]
     assert reader.poll() == []
+
+
+def test_bench_csv_is_rebuilt_from_the_journal_parsing_each_line_once(tmp_path, monkeypatch):
+    from harness.bench import sweep
+
+    parsed = []
+    real = journal._parse
+    monkeypatch.setattr(journal, "_parse", lambda line: parsed.append(line) or real(line))
+    run = sweep.RunDir(tmp_path, "run", "machine")
+    journal.append(tmp_path / journal.FILENAME, ok(cell(64, 64), 1e-3))
+    sweep.write_csv(run)
+    journal.append(tmp_path / journal.FILENAME, ok(cell(128, 64), 2e-3))   # a worker's new row
+    sweep.write_csv(run)
+    assert len(parsed) == 2                                   # the first row was not read again
+    table = pd.read_csv(tmp_path / results.FILENAME)
+    assert sorted(table["key"]) == sorted([cell(64, 64).key, cell(128, 64).key])
 
 
 def test_tidy_adds_gbps_and_the_fastest_roof_of_the_same_output():

@@ -42,6 +42,11 @@ class RunDir:
     run_id: str
     machine: str
     lock: Optional[RunLock] = field(default=None, compare=False)
+    #: The journal's rows, read as it grows (bench.csv is rebuilt from them after every group)
+    rows: journal.JournalRows = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", journal.JournalRows(self.path / journal.FILENAME))
 
 
 def groups(cells: Iterable[Cell], cold_starts: bool = False) -> list[Group]:
@@ -101,8 +106,7 @@ def write_csv(run: RunDir) -> None:
     The journal, not the rows this process has seen, is the source: a worker killed
     by Ctrl-C may have written a row the parent had not read yet.
     """
-    rows = journal.read_all(run.path / journal.FILENAME)
-    results.write(run.path, rows, run.run_id, run.machine)
+    results.write(run.path, run.rows.all(), run.run_id, run.machine)
 
 
 def cut_by_sweep_budget(row: dict[str, Any]) -> bool:
@@ -135,7 +139,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
            console: Console) -> list[dict[str, Any]]:
     cells = plan(impls, opts.grid)
     path = run_dir.path / journal.FILENAME
-    earlier = journal.read_all(path)
+    earlier = run_dir.rows.all()
     done = {r["key"] for r in earlier if not cut_by_sweep_budget(r)}
     for cell, reason in cells.unsupported:
         if cell.key not in done:
@@ -195,7 +199,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
         supervisor.close()
     finally:
         write_csv(run_dir)
-    rows = journal.read_all(path)
+    rows = run_dir.rows.all()
     frame = results.tidy(rows, run_dir.run_id, run_dir.machine)
     if len(frame):
         console.say(flag_rules.summary(frame), screen=console.verbose)

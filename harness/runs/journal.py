@@ -60,6 +60,20 @@ class JournalReader:
         return [r for r in rows if r is not None]
 
 
+class JournalRows:
+    """Every complete row so far of a journal that only grows, each line parsed once: `all()`
+    reads only what was appended since its last call (the sweep rebuilds bench.csv after every
+    group; a whole read of a default run's 1851 rows took 0.86 s of CPU, between groups)."""
+
+    def __init__(self, path: Path) -> None:
+        self._reader = JournalReader(path)
+        self._rows: list[dict[str, Any]] = []
+
+    def all(self) -> list[dict[str, Any]]:
+        self._rows += self._reader.poll()
+        return list(self._rows)
+
+
 def rounds(path: Path) -> dict[str, tuple[float, ...]]:
     """key -> the raw rounds (`samples_s`) of its last row timed ok, for the cells that have them."""
     out: dict[str, tuple[float, ...]] = {}
