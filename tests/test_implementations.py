@@ -56,10 +56,17 @@ def cases(matrix: str) -> dict[str, list[Any]]:
 
 
 def verdicts_of(names: Sequence[str], matrix: str) -> dict[str, list[Check]]:
-    """Each named implementation checked on every case of its kind's matrix (run in a worker)."""
+    """Each named implementation checked on every case of its kind's matrix (run in a worker),
+    case by case: every implementation on one case before the next, so that its reference and
+    tolerance are computed once (harness.core.checks keeps the last few)."""
     specs = cases(matrix)
-    return {name: [check(BY_NAME[name], spec) for spec in specs[BY_NAME[name].kind]]
-            for name in names}
+    found: dict[str, list[Check]] = {name: [] for name in names}
+    for kind in dict.fromkeys(BY_NAME[name].kind for name in names):
+        mine = [name for name in names if BY_NAME[name].kind == kind]
+        for spec in specs[kind]:
+            for name in mine:
+                found[name].append(check(BY_NAME[name], spec))
+    return found
 
 
 def groups(names: Sequence[str], matrix: str) -> list[list[str]]:
