@@ -33,3 +33,12 @@ def test_it_is_a_roof_of_every_cpu_write():
         names = {r.name for r in roofs_for(workload, "cpu")}
         assert any(n.startswith("roof-stream-fill") for n in names), (workload, names)
         assert any(n.startswith("roof-recycled-stream-fill") for n in names), (workload, names)
+
+
+def test_it_stands_beside_outputs_past_the_cache_only():
+    from harness.bench.roofs import STREAM_FROM_BYTES, streamed_outputs
+
+    large = Spec(STREAM_FROM_BYTES // (16 * 2), 16, dtype="bfloat16")   # exactly the threshold
+    assert streamed_outputs(large) is None
+    assert "under" in streamed_outputs(Spec(1024, 16, dtype="float64"))
+    assert streamed_outputs(Spec(1 << 20, 16, dtype="float32")) is None

@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from harness.bench.roof_memory import BFLOAT16_ONE
+
 #: Bytes per streaming store: one AVX2 register (<8 x i32>), the alignment such a store needs.
 VECTOR = 32
 
@@ -23,7 +25,7 @@ VECTOR = 32
 def pattern(dtype: str) -> np.ndarray:
     """The 32 bytes of 1.0 repeated in `dtype` (bfloat16 as its uint16 bits)."""
     if dtype == "bfloat16":
-        one = np.array([0x3F80], np.uint16)
+        one = np.array([BFLOAT16_ONE], np.uint16)
     else:
         one = np.ones(1, np.dtype(dtype))
     return np.tile(one.view(np.uint8), VECTOR // one.nbytes)

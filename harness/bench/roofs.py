@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import numpy as np
 
 from harness.core import kinds
+from harness.core.record import ITEMSIZE
 from harness.core.registry import Implementation, Registry
 from harness.runs.results import COMPUTE_ROOF
 from harness.bench.roof_memory import (BFLOAT16_ONE, as_result, bfloat16_view, fresh, host_dtype,
@@ -50,8 +51,7 @@ STREAM_FROM_BYTES = 8 << 20
 def streamed_outputs(spec: Any) -> Optional[str]:
     """The streaming fill's supports: outputs of STREAM_FROM_BYTES or more, in any dtype."""
     why = TORCH_DTYPES(spec)
-    if why or spec.elements * (8 if spec.dtype == "float64" else 4 if spec.dtype == "float32"
-                               else 2) >= STREAM_FROM_BYTES:
+    if why or spec.elements * ITEMSIZE[spec.dtype] >= STREAM_FROM_BYTES:
         return why
     return f"an output under {STREAM_FROM_BYTES >> 20} MiB (a cached fill is faster there)"
 
