@@ -145,3 +145,12 @@ def test_verify_grades_in_its_csv_and_json_and_require_exact_fails_less(tmp_path
     strict = json.loads(capsys.readouterr().out)
     assert strict["failed"] == ["angles-f32"] and strict["require"] == "exact"
     assert all(p["impl"] == "angles-f32" and p["grade"] == "float32" for p in strict["problems"])
+
+
+@pytest.mark.parametrize("name", sorted(kinds.KINDS))
+def test_quick_cases_cover_every_dtype_of_the_full_list(name):
+    """bench's verify post-step runs the quick list: a dtype missing there is timed but never
+    graded (the bfloat16 grid was, in results/20261127-230033-3012b01)."""
+    kind = kinds.named(name)
+    quick = {spec.dtype for spec in kind.cases(quick=True, n_random=0, seed=0)}
+    assert quick == {spec.dtype for spec in kind.cases(quick=False, n_random=0, seed=0)}
