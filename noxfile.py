@@ -23,7 +23,13 @@ nox.options.sessions = ["tests"]
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
 STACK = ROOT / ".nox" / "stack"
-QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+#: The environment of every process a session starts: TensorFlow's C++ banners off, and bytecode
+#: written. The stack is installed with --no-compile (below), so each module is compiled on its
+#: first import and its .pyc kept beside it. Where PYTHONDONTWRITEBYTECODE is set (shells and CI
+#: images set it), nothing is kept and every process compiles torch and TensorFlow again: 25
+#: against 10 CPU-s to import the stack, measured here, in each of the dozens of processes the
+#: tests and a bench start. Clearing it touches only this project's own environment.
+RUN_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONDONTWRITEBYTECODE": ""}
 #: Every install is under the tested pins. --no-compile: pip byte-compiles every module of every
 #: package it installs (half its CPU time for torch, TensorFlow and JAX: 160 against 75 CPU-s
 #: here); Python compiles the few modules a run imports, once, on first use.
@@ -58,7 +64,7 @@ def stack_python(session: nox.Session) -> str:
 
 def harness(session: nox.Session, verb: str) -> None:
     session.run(stack_python(session), "-m", "harness", verb, *session.posargs, external=True,
-                env=QUIET_TF)
+                env=RUN_ENV)
 
 
 #: pytest-xdist: the tests in two processes, one per core of the 2-core machine the suite's time
@@ -74,10 +80,10 @@ def tests(session: nox.Session) -> None:
     instead. The end-to-end scenarios are `nox -s e2e`."""
     python = stack_python(session)
     if session.posargs:
-        session.run(python, "-m", "pytest", *session.posargs, external=True, env=QUIET_TF)
+        session.run(python, "-m", "pytest", *session.posargs, external=True, env=RUN_ENV)
         return
     session.run(python, "-m", "pytest", *PARALLEL, "-m", "not e2e and not alone", external=True,
-                env=QUIET_TF)
+                env=RUN_ENV)
 
 
 @nox.session(venv_backend="none")
@@ -88,8 +94,8 @@ def e2e(session: nox.Session) -> None:
     would move their medians), by themselves. CI runs it after `nox -s tests`."""
     python = stack_python(session)
     session.run(python, "-m", "pytest", *PARALLEL, "-m", "e2e and not alone", external=True,
-                env=QUIET_TF)
-    session.run(python, "-m", "pytest", "-m", "alone", external=True, env=QUIET_TF)
+                env=RUN_ENV)
+    session.run(python, "-m", "pytest", "-m", "alone", external=True, env=RUN_ENV)
 
 
 @nox.session(venv_backend="none")
@@ -98,7 +104,7 @@ def matrix(session: nox.Session) -> None:
     large cases in every dtype): what `nox -s tests` checks on representative cases only."""
     session.run(stack_python(session), "-m", "pytest", "-p", "no:cacheprovider",
                 "tests/test_implementations.py", "--matrix", "full", *session.posargs,
-                external=True, env=QUIET_TF)
+                external=True, env=RUN_ENV)
 
 
 @nox.session(venv_backend="none")
@@ -149,11 +155,11 @@ def libraries(session: nox.Session) -> None:
     only = [arg for pattern in LIBRARY_IMPLS for arg in ("--only", pattern)]
     with tempfile.TemporaryDirectory(prefix="pe-libraries-") as out:
         session.run(python, "-m", "harness", "verify", "--quick", *only, "--out", f"{out}/verify",
-                    external=True, env=QUIET_TF)
+                    external=True, env=RUN_ENV)
         session.run(python, "-m", "harness", "bench", "--quick", *only, "--out", f"{out}/bench",
-                    "--no-post", external=True, env=QUIET_TF)
+                    "--no-post", external=True, env=RUN_ENV)
     session.run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_libraries.py",
-                "tests/test_libraries_pinned.py", *session.posargs, external=True, env=QUIET_TF)
+                "tests/test_libraries_pinned.py", *session.posargs, external=True, env=RUN_ENV)
 
 
 #: Beside the stack, not in it: triton and the Triton kernel libraries, installed --no-deps into a
@@ -188,7 +194,7 @@ def triton(session: nox.Session) -> None:
     their tests on the CPU, in Triton's interpreter (TRITON_INTERPRET=1); what needs a GPU skips
     with the reason."""
     python = triton_python(session)
-    env = {**QUIET_TF, "TRITON_INTERPRET": "1", "PYTHONPATH": str(TRITON_SITE)}
+    env = {**RUN_ENV, "TRITON_INTERPRET": "1", "PYTHONPATH": str(TRITON_SITE)}
     only = [arg for pattern in TRITON_IMPLS for arg in ("--only", pattern)]
     with tempfile.TemporaryDirectory(prefix="pe-triton-") as out:
         session.run(python, "-m", "harness", "verify", "--quick", *only, "--out", out,
@@ -346,7 +352,7 @@ def mutants(session: nox.Session) -> None:
     tests changed. `-- NAME_GLOB ...` re-tests only those mutants (mutmut's names);
     MUTANTS_PYTHON=PATH runs a python that already has the stack, skipping the install."""
     python = os.environ.get("MUTANTS_PYTHON") or mutants_python(session)
-    env = {**QUIET_TF, "PYTHONPATH": str(MUTANTS_SITE)}
+    env = {**RUN_ENV, "PYTHONPATH": str(MUTANTS_SITE)}
     work = mutants_workdir()
     mutmut = ("nice", "-n", "10", python, "-m", "mutmut", "run",
               "--max-children", str(max(1, os.cpu_count() or 2)))
