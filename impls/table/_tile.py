@@ -14,8 +14,10 @@ streaming store skips the read for ownership of the output's line: a table large
 last-level cache moves half the bytes a cached store moves (a cached fill reads every line
 before writing it). `stream` asks for them; they are used only when every vector's address is
 32-byte aligned (output start and row stride) and d is a multiple of WIDTH: a cached store
-into a line that streaming stores also write made the whole table 7x slower (measured). An
-`sfence` after a streamed call orders those stores before anything the caller does next.
+into a line that streaming stores also write made the whole table 7x slower (measured). The
+caller fences (`fence()`, an `sfence`) once per thread after its last tile, as the streaming
+fill does: fenced after every tile (every 32 rows), each thread stalled until its stores had
+drained to memory, and the 2-thread table ran at a one-thread fill's bandwidth (docs/fast.md).
 
 Column order matters: a variant that reused P, Q in registers down several rows (writing a
 column strip of 4-32 rows, then the next strip) was 1.3-2x slower than row order: the
@@ -133,12 +135,30 @@ def tile(store: str):
                                     builder.icmp_signed(">=", d, const(WIDTH)))
                 with builder.if_then(tail):
                     write(src_row, dst_row, builder.sub(d, const(WIDTH)), False)   # overlapped tail
-            with builder.if_then(stream_):   # order the streaming stores before the caller goes on
-                sfence = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []),
-                                                        "llvm.x86.sse.sfence")
-                builder.call(sfence, [])
             return context.get_dummy_value()
 
         return sig, codegen
 
     return tile_rows
+
+
+@functools.cache
+def fence():
+    """`sfence()`: this thread's streaming stores are ordered before what it does next. A
+    thread calls it once, after its last tile: one after every block of 32 rows made each
+    thread wait for its stores to drain to memory 2048 times per table (see module doc)."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def sfence(typingctx):
+        def codegen(context, builder, signature, args):
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []),
+                                                "llvm.x86.sse.sfence")
+            builder.call(fn, [])
+            return context.get_dummy_value()
+
+        return types.void(), codegen
+
+    return sfence

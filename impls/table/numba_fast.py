@@ -4,8 +4,8 @@ Why it is fast: per element it does two multiply-adds from tables that stay in
 L1/L2 (a block-start row P, Q of width d and a [block, d] table X, Y) and one
 store into the preallocated output; no transcendental, no temporary, no copy.
 A table's rows are written by an explicit-vector loop (impls/table/_tile.py) into output
-memory aligned to 32 bytes, by streaming stores when the table is larger than the last-level
-cache (no read for ownership: 0.9x bench's fill roofs at one thread, docs/fast.md).
+memory aligned to 32 bytes, by streaming stores when the table is at least the last-level
+cache's size (no read for ownership), each thread fencing them once at its end.
 One thread faults the output's pages in (`first_touch`) when several will write it (one
 thread faults them as it writes), then threads take contiguous runs of blocks.
 A block's start row (P, Q) is one angle-addition step, by float64 tables computed directly
@@ -44,7 +44,7 @@ from harness.util.recycle import RecycledBuffers
 from .._numba_half import DTYPES, HALF_DTYPES, Storage, codecs
 from ._assemble import EVERY_CONVENTION as CONVENTIONS
 from ._angle_addition import column_steps
-from ._tile import STREAM_ALIGN, WIDTH, tile
+from ._tile import STREAM_ALIGN, WIDTH, fence, tile
 from .._numba_cache import njit as cached_njit
 
 #: Rows per block: X, Y of 32 x 1024 float32 is 256 KiB, resident in L2 while a block is written.
@@ -57,9 +57,10 @@ ANCHOR = 64
 ANCHOR_EXACT = 16
 FASTMATH = {"contract"}
 #: Tables of at least this many bytes are written by streaming stores (impls/table/_tile.py):
-#: larger than this CPU's 32 MiB L3, so their lines would go to memory anyway; smaller ones
-#: stay cached for whoever reads them next.
-STREAM_BYTES = 48 << 20
+#: this CPU's 32 MiB L3, which such a table cannot stay in anyway (the half dtypes' 32 MiB
+#: tables went 4.0-4.3 -> 3.2-3.4 ms streamed, one thread); smaller ones stay cached for
+#: whoever reads them next.
+STREAM_BYTES = 32 << 20
 #: Every convention, in every dtype (half dtypes through the codecs).
 EVERY_CONVENTION = replace(CONVENTIONS, dtypes=DTYPES)   # fuse a*b + c into an FMA; no reassociation, no unsafe math
 
@@ -74,6 +75,7 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
     codec = codecs()[dtype]
     store, load = codec.store, codec.load
     rows = tile(dtype if dtype in HALF_DTYPES else "native")   # its output dtype's vector store
+    sfence = fence()
 
     @njit
     def start(P, Q, w, a, b, position):
@@ -152,6 +154,8 @@ def _jit(dtype: str = "float32") -> SimpleNamespace:
                     for n in range(batch):
                         for c in range(d):
                             out[n, p, c] = store(load(x[n, p, c]) + pe[c])
+            if stream:   # this thread's streaming stores, ordered before the join
+                sfence()
 
     return SimpleNamespace(within_block=within_block, sweep=sweep)
 
