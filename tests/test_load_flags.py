@@ -18,6 +18,7 @@ from harness.bench.measure import measure
 from harness.bench.progress import Progress
 from harness.bench.sweep import closing
 from harness.report import flags as report_flags
+from harness.report import summary
 from harness.report.compare import changes, overlap, slower
 from harness.report.load import Run
 from harness.report.recommend import recommend
@@ -142,8 +143,9 @@ def test_the_sweep_ends_with_the_flagged_count_and_the_one_thing_to_do():
         "1 under load (other processes busy on more than the free cores + 0.5), 1 slower with "
         "more threads than 4x their 1-thread time (`flags` in bench.csv)")
     lines = closing(frame, Path("results/run-1"))
-    assert lines[0].startswith("bench: 2 of 3 timed cells stayed flagged for load")
-    assert lines[1].endswith("python -m harness bench --resume results/run-1")
+    assert lines[:2] == ["bench: 2 of 3 timed cells stayed flagged, left out of the answers:",
+                         "  1 under load, 1 slower with more threads;"]
+    assert lines[2].endswith("python -m harness bench --resume results/run-1")
     assert all(len(line) <= 100 for line in lines)
     assert closing(results.tidy([ok(cell(threads=1), 5e-6)], "run", "m")) == []
 
@@ -187,6 +189,26 @@ def test_load_flags_stay_out_of_the_gate_but_a_thread_flag_the_change_caused_fai
     assert "2 of the compared flagged for load in the new run" in lines.describe()
     # the same 2-thread slowness already in the base: its time is no yardstick, not judged
     assert slower(changes(issue_run(14e-3), issue_run(14e-3)), 10) == []
+
+
+def test_console_and_report_give_one_count_of_flagged_cells_roofs_and_narrower_frames_aside(
+        tmp_path):
+    """A flagged roof, and a flagged cell outside the rows the Recommendation is made from
+    (another convention): the console's two lines, the report's top and its flagged section
+    all say 2 of 3, and the roof is named apart (it once said 10 of 949 over 4 of 452)."""
+    rows = [ok(cell("a", 1), 1e-3), ok(cell("b", 1), 2e-3, others=1.9),
+            ok(cell("c", 1), 3e-3, others=1.9),
+            ok(cell("roof-numpy-fill", 1, is_roof=True), 1e-4, others=1.9)]
+    bench = frame(rows)
+    narrower = bench[bench["impl"] != "c"]
+    said = "2 of 3 timed cells"
+    assert flag_rules.summary(bench).startswith(f"bench: {said} flagged")
+    assert flag_rules.summary(bench).endswith("; and 1 of 1 roof cells")
+    assert closing(bench)[:2] == [f"bench: {said} stayed flagged, left out of the answers:",
+                                  "  2 under load;"]
+    run = Run(tmp_path, {}, bench, verify("a", "b", "c"))
+    assert summary.still_flagged(run).startswith(f"**{said} stayed flagged** (2 under load,")
+    assert "**2 cells of 3 timed flagged** (2 under load)" in report_flags.section(run, narrower)
 
 
 def test_the_report_section_counts_flagged_cells_and_what_they_would_change(tmp_path):

@@ -29,9 +29,11 @@ TITLE = "Flagged and invalid cells"
 
 def section(run: Run, bench: Optional[pd.DataFrame] = None) -> str:
     """Markdown for report.md: flagged timings, the recommendations they touch, invalid cells.
-    `bench`: the rows the Recommendation was made from, when narrower than `run.bench`."""
+    Cells are counted and listed over the whole run, as the report's top and bench's console
+    count them; `bench`: the rows the Recommendation was made from, when narrower than
+    `run.bench` (the recommendations the flagged cells would have changed are of those)."""
     frame = run.bench if bench is None else bench
-    rows = timed(frame)
+    rows = timed(run.bench)
     marked = rows[flagged(rows) & rows["ok"]]
     invalid = rows[rows["status"] == "invalid"]
     blocks = [markdown.heading(2, TITLE), _rules()]

@@ -106,13 +106,13 @@ def _speedup(a: Answer) -> str:
 
 
 def still_flagged(run: Run) -> str:
-    """Said once, at the top: how many cells stayed flagged for load, and what to do."""
+    """Said once, at the top: how many cells stayed flagged, by which rules, and what to do."""
     marked, timed = flag_rules.flagged_count(run.bench)
     if not marked:
         return ""
-    return (f"**{marked} of {timed} timed cells stayed flagged for load** (other programs used "
-            "the cores they needed, even when measured again) and are left out of the answer; "
-            f"{flag_rules.what_to_do(str(run.path))}.")
+    return (f"**{marked} of {timed} timed cells stayed flagged** "
+            f"({flag_rules.why_flagged(run.bench)}, even when measured again) and are left out "
+            f"of the answer; {flag_rules.what_to_do(str(run.path))}.")
 
 
 def contents(detail: str, out: Path) -> str:

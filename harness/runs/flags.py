@@ -90,7 +90,7 @@ def with_implausible(frame: pd.DataFrame, fill_s: pd.Series) -> pd.Series:
     """`frame`'s flags, with the implausible flag added to the implementation cells timed ok
     below the floor `fill_s` (per row; NaN where no fill was timed)."""
     out = frame["flags"].fillna("").astype(str).copy()
-    ok = _ok(frame) & ~frame["is_roof"].astype(str).str.lower().isin(("true", "1"))
+    ok = _timed_ok(frame)
     medians = pd.to_numeric(frame["median_s"], errors="coerce")
     for index in frame.index[ok]:
         found = implausible_flag(float(medians[index]), float(fill_s[index]))
@@ -140,13 +140,15 @@ KINDS = ("load", "threads", "implausible", "clock", "inputs")
 
 
 def summary(frame: pd.DataFrame) -> str:
-    """One console line: how many timed cells were flagged and why."""
-    ok = _ok(frame)
-    marked = flagged(frame) & ok
+    """One console line: how many timed cells were flagged and why (implementation cells, as
+    every count of flagged cells the console and the report give; flagged roofs after them)."""
+    mine, roofs = _timed_ok(frame), _timed_ok(frame, roofs=True)
+    marked = flagged(frame) & mine
+    roof_note = _roofs_flagged(frame, roofs)
     if not marked.any():
-        return (f"bench: no cell flagged for load (of {int(ok.sum())} timed ok): none ran with "
+        return (f"bench: no cell flagged for load (of {int(mine.sum())} timed ok): none ran with "
                 f"other processes on the cores it needed, none slower at more threads than "
-                f"{THREAD_SLOWDOWN:g}x its 1-thread time")
+                f"{THREAD_SLOWDOWN:g}x its 1-thread time" + roof_note)
     counts = kinds(frame[marked])
     why = []
     if counts["load"]:
@@ -161,8 +163,13 @@ def summary(frame: pd.DataFrame) -> str:
         why.append(f"{counts['clock']} whose worker's clock disagreed with bench's own")
     if counts["inputs"]:
         why.append(f"{counts['inputs']} whose result did not follow its inputs")
-    return (f"bench: {int(marked.sum())} of {int(ok.sum())} timed cells flagged, {EXCLUDED}: "
-            + ", ".join(why) + " (`flags` in bench.csv)")
+    return (f"bench: {int(marked.sum())} of {int(mine.sum())} timed cells flagged, {EXCLUDED}: "
+            + ", ".join(why) + " (`flags` in bench.csv)" + roof_note)
+
+
+def _roofs_flagged(frame: pd.DataFrame, roofs: pd.Series) -> str:
+    marked = int((flagged(frame) & roofs).sum()) if roofs.any() else 0
+    return f"; and {marked} of {int(roofs.sum())} roof cells" if marked else ""
 
 
 def flagged_count(frame: pd.DataFrame) -> tuple[int, int]:
@@ -170,8 +177,23 @@ def flagged_count(frame: pd.DataFrame) -> tuple[int, int]:
     lines and the report's first both give."""
     if frame.empty:
         return 0, 0
-    ok = _ok(frame) & ~frame["is_roof"].astype(str).str.lower().isin(("true", "1"))
+    ok = _timed_ok(frame)
     return int((flagged(frame) & ok).sum()), int(ok.sum())
+
+
+def why_flagged(frame: pd.DataFrame) -> str:
+    """Short: how many of the implementation cells each rule flagged ('3 under load, 1 slower
+    with more threads'), for the lines that give flagged_count."""
+    if frame.empty:
+        return ""
+    counts = kinds(frame[flagged(frame) & _timed_ok(frame)])
+    return ", ".join(f"{n} {SHORT[kind]}" for kind, n in counts.items() if n)
+
+
+#: Each rule's few words, for why_flagged.
+SHORT = {"load": "under load", "threads": "slower with more threads",
+         "implausible": "faster than a fill (implausible)", "clock": "with a disagreeing clock",
+         "inputs": "not following their inputs"}
 
 
 def what_to_do(run_dir: str) -> str:
@@ -201,6 +223,14 @@ class Running:
 def _ok(frame: pd.DataFrame) -> pd.Series:
     median = pd.to_numeric(frame["median_s"], errors="coerce")
     return (frame["status"] == "ok") & (median > 0)
+
+
+def _timed_ok(frame: pd.DataFrame, roofs: bool = False) -> pd.Series:
+    """Rows timed ok: the implementations' (a frame without `is_roof` has no roofs), or the
+    roofs'."""
+    roof = (frame["is_roof"].astype(str).str.lower().isin(("true", "1")) if "is_roof" in frame
+            else pd.Series(False, index=frame.index))
+    return _ok(frame) & (roof if roofs else ~roof)
 
 
 def _sibling_keys(frame: pd.DataFrame) -> pd.Series:
