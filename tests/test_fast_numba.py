@@ -165,3 +165,27 @@ def test_vector_tile_paths_write_the_same_exact_table(dtype, d, monkeypatch):
     assert np.array_equal(streamed, shifted)
     got = to_numpy(storage.result()(streamed[0])).astype(np.float64)
     assert np.all(np.abs(got - reference(spec)) <= exact_tolerance(spec))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("d", [8, 40, 64])
+def test_forward_vector_row_is_the_scalar_sum_rounded_once(dtype, d, monkeypatch):
+    """The forward's vector row (impls/table/_add_row.py), streamed or cached, with the
+    overlapped tail (d = 40) and the scalar loop (d = 8), writes round(x + pe) bit for bit as
+    the scalar codec does: pe is the float32 (float64) table, x widened exactly, one rounding;
+    NaN stays NaN and infinities pass through."""
+    import torch
+
+    from harness.impls.table import numba_fast
+
+    monkeypatch.setattr(numba_fast, "STREAM_BYTES", 0)   # stream every output that can be
+    spec = Spec(2 * BLOCK + 3, d, offset=5, dtype=dtype)
+    work = "float64" if dtype == "float64" else "float32"
+    pe = REGISTRY.get("numba-angleadd").build(Spec(spec.length, d, offset=5, dtype=work))()
+    x = torch.from_numpy(np.random.default_rng(1).standard_normal((2, spec.length, d)) * 4)
+    x[0, 0, :3] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    x = x.to(getattr(torch, dtype))
+    expected = (x.to(getattr(torch, work)) + torch.from_numpy(pe)).to(getattr(torch, dtype))
+    given = x if dtype == "bfloat16" else x.numpy()
+    got = torch.as_tensor(REGISTRY.get("numba-fused-forward").build(spec)(given))
+    np.testing.assert_array_equal(got.to(torch.float64).numpy(), expected.to(torch.float64).numpy())
