@@ -17,7 +17,8 @@ paid once per machine and source version; the factories still compile (or load) 
 they return, so bench's timed first call never includes it (harness.bench.measure).
 
 Where: one cache for every checkout on the machine (`cache_root`: $PE_HARNESS_NUMBA_CACHE, else
-the user's cache folder), a folder per module, each entry keyed by what its code is (Numba's
+the user's cache folder), a folder per module and version of its source (an old version's
+folder stays until the cache is cleared), each entry keyed by what its code is (Numba's
 own stamp of the defining file is a digest of its content; ours of a captured function's file
 too), never by where a checkout lies or when its files were written. A fresh clone of the
 same source loads its kernels instead of compiling them again (minutes of one core for the
@@ -62,6 +63,8 @@ def _numba() -> Any:
 
 
 _CLASS: list[type] = []
+#: Hex digits of a source file's digest naming its version's folder.
+VERSION_DIGITS = 16
 
 
 def cache_root() -> str:
@@ -77,12 +80,16 @@ def _cache_class() -> type:
         from numba.core import caching
 
         class SharedLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
-            """A folder per module under `cache_root`; Numba's stamp (a digest of the file's
-            content) and the index key say whether an entry is this code's."""
+            """A folder per module and version of its source under `cache_root`: Numba keeps
+            one index per function, stamped with its file's content, and a version with other
+            content resets it, so two versions in one folder (two branches, two worktrees)
+            would each compile again after the other ran. The index key then says whether an
+            entry is this code's (what it captured)."""
 
             def __init__(self, py_func: Any, py_file: str) -> None:
                 self._py_file, self._lineno = py_file, py_func.__code__.co_firstlineno
-                self._path = os.path.join(cache_root(), py_func.__module__)
+                self._path = os.path.join(cache_root(), py_func.__module__,
+                                          _content(py_file)[:VERSION_DIGITS])
 
             def get_cache_path(self) -> str:
                 return self._path

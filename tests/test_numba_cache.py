@@ -80,7 +80,8 @@ def test_a_different_captured_constant_is_compiled_not_served(tmp_path: Path) ->
 
 def test_a_second_checkout_of_the_same_source_loads_instead_of_compiling(tmp_path: Path) -> None:
     """Two clones (other folders, files written at other times) share the machine's cache:
-    the second loads what the first compiled; changed source is compiled anew."""
+    the second loads what the first compiled; changed source is compiled anew, beside the
+    first version's kernels, which the first clone still loads."""
     shared, one, two, edited = (tmp_path / name for name in ("shared", "one", "two", "edited"))
     for clone in (one, two, edited):
         clone.mkdir()
@@ -89,7 +90,9 @@ def test_a_second_checkout_of_the_same_source_loads_instead_of_compiling(tmp_pat
     again = _compile(two, 2.0, shared)
     (edited / "kernels.py").write_text(KERNELS.replace("x * scale", "x * scale + 0"))
     changed = _compile(edited, 2.0, shared)
+    back = _compile(one, 2.0, shared)        # as a branch switched back, or a second worktree
     assert (first["misses"], first["hits"]) == (1, 0)
     assert (again["misses"], again["hits"]) == (0, 1), "the second checkout compiled again"
     assert (changed["misses"], changed["hits"]) == (1, 0), "changed source served a stale kernel"
-    assert first["out"] == again["out"] == changed["out"] == [0, 2, 4, 6]
+    assert (back["misses"], back["hits"]) == (0, 1), "another version's entries replaced these"
+    assert first["out"] == again["out"] == changed["out"] == back["out"] == [0, 2, 4, 6]
