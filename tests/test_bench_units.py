@@ -254,12 +254,14 @@ def test_peak_memory_counts_temporaries_freed_within_the_call():
     assert int(delta) < 32e6   # what the after-minus-before delta saw: 8 MB
 
 
-def test_quick_runs_no_conventions_study_and_refuses_full(tmp_path, capsys):
+def test_only_full_runs_the_conventions_study_and_quick_refuses_full(tmp_path, capsys):
     from harness import cli
     from harness.bench.cli import post_verbs
 
     table = [i for i in registry().all() if i.workload == "table"]
-    assert "conventions" in post_verbs(table) and "conventions" not in post_verbs(table, True)
+    assert post_verbs(table, full=True) == ["verify", "conventions", "precision"]
+    assert post_verbs(table) == ["verify", "precision"] and post_verbs([], full=True) == [
+        "verify", "precision"]
     assert cli.main(["bench", "--quick", "--full", "--dry-run", "--out", str(tmp_path)]) == 2
     assert "--full and --quick" in capsys.readouterr().err
 

@@ -2,8 +2,8 @@
 
 Writes RUN_DIR = OUT/<run-id>/ with bench.csv (one row per cell), env.json,
 cells.jsonl (the journal --resume reads), raw/*.json (pytest-benchmark's own,
-for `pytest-benchmark compare`) and logs/; then runs verify (and conventions,
-precision) into it and builds report.md when harness.report exists. Two runs
+for `pytest-benchmark compare`) and logs/; then runs verify and precision (and,
+with --full, conventions) into it and builds report.md when harness.report exists. Two runs
 started in the same second get RUN_DIR and RUN_DIR-2; the run directory is
 locked (.run.lock) until the last post-step ends, so a second writer or a
 --resume of a live run is refused. Exits 3 when a post-step failed
@@ -80,7 +80,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
 
 
 def _run(opts: options.SweepOptions, chosen: list[Implementation], run_dir: sweep.RunDir) -> int:
-    verbs = post_verbs(chosen, opts.quick) if opts.post else []
+    verbs = post_verbs(chosen, opts.grid.full) if opts.post else []
     estimate = post.estimate_together(
         console.post_estimate(opts.out, opts.quick, [*verbs, "report"] if opts.post else []), verbs)
     screen = console.Console(0, estimate, log=sweep.log_path(run_dir.path), verbose=opts.verbose)
@@ -135,9 +135,9 @@ def verify_scope(frame: pd.DataFrame) -> list[str]:
             + [a for name in sorted(set(mine["impl"])) for a in ("--only", name)])
 
 
-def post_verbs(chosen: list[Implementation], quick: bool = False) -> list[str]:
-    """The post-steps to run: conventions not under --quick (which implementations agree on
-    which convention does not change the answer, and its probes compile every Numba kernel
-    in every variant: a minute or more of a three-minute run; `python -m harness conventions`
-    runs it alone), nor when nothing was chosen."""
-    return [v for v in post.VERBS if v != "conventions" or (chosen and not quick)]
+def post_verbs(chosen: list[Implementation], full: bool = False) -> list[str]:
+    """The post-steps to run: conventions only with --full (which implementations agree on
+    which convention changes no answer of the report, and its probes compile every Numba
+    kernel in every variant: the longest post-step, three minutes of a default run;
+    `python -m harness conventions` runs it alone), and not when nothing was chosen."""
+    return [v for v in post.VERBS if v != "conventions" or (chosen and full)]
