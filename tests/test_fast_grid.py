@@ -31,3 +31,21 @@ def test_grid_numba_is_exact_in_every_dtype(name, dtype, spec):
     assert np.abs(out - reference(spec)).max() <= BOUND[dtype]
     assert np.array_equal(to_numpy(first).astype(np.float64), out)
     assert np.all(out[:spec.extra] == 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_grid_numba_streamed_and_cached_rows_are_the_same_bits(dtype, monkeypatch):
+    """The row copy (impls/grid/_copy.py) streams whole 32-byte vectors into aligned blocks and
+    copies the rest (odd block widths, `extra` rows) by memcpy: both give the same exact grid."""
+    from harness.impls.grid import numba as grid_numba
+
+    impl = next(i for i in implementations() if i.name == "grid-numba")
+    for spec in (GridSpec((5, 7), 52, dtype=dtype, extra=2),   # blocks of 26 columns: some unaligned
+                 GridSpec((4, 6), 64, dtype=dtype)):           # blocks of 32 columns: all streamed
+        held = impl.build(spec)()   # held: the streamed grid cannot reuse its memory
+        cached = to_numpy(held).astype(np.float64)
+        monkeypatch.setattr(grid_numba, "STREAM_BYTES", 0)
+        streamed = to_numpy(impl.build(spec)()).astype(np.float64)
+        monkeypatch.undo()
+        assert np.array_equal(streamed, cached)
+        assert np.abs(streamed - reference(spec)).max() <= BOUND[dtype]

@@ -2,17 +2,18 @@
 
 Why it is fast: a grid of h x w cells needs only (h + w) x d/2 sin/cos pairs, not h x w x d/2.
 The kernel computes those per-axis tables first, straight into the output dtype (a few hundred
-KiB that stay in L2), then threads take rows and copy each axis's block of the row's grid point
-into place through row slices (unit-stride loops LLVM turns into vector copies; indexing
-`out[r, start + j]` instead did not vectorise): no transcendental in the row pass, every output
-element stored once. So the call is a fill's worth of stores plus the small tables.
+KiB that stay in L2), then each thread takes a contiguous run of (t, y) units and copies each
+axis's block of every row into place (impls/grid/_copy.py: streaming stores for grids of 16 MiB
+and more, else memcpy), fencing its streaming stores once at its end: no transcendental and no
+division in the row pass, every output element stored once. So the call is a fill's worth of
+stores plus the small tables.
 
 The tables: below float64, a float64 angle reduced once for sin and cos and float32 polynomials
 (impls/_numba_sincos.py: a few float32 ulps at any coordinate, vectorised, ~1 ns a pair),
 rounded once to the dtype (float16 and bfloat16 as uint16 bits, impls/_numba_half.py); float64
-output calls libm on the float64 angle. Fresh outputs are faulted in by one thread before the
-parallel pass when several threads write it (`fresh_output`); `-recycled` writes into the
-memory of a grid the caller let go.
+output calls libm on the float64 angle. Outputs start on a 32-byte boundary and fresh ones are
+faulted in by one thread when several write them (impls/table/numba_fast.outputs);
+`-recycled` writes into the memory of a grid the caller let go.
 """
 
 from __future__ import annotations
@@ -24,16 +25,21 @@ import numpy as np
 
 from harness import GridSupports, register
 from harness.core.kinds.grid import GridSpec
-from harness.util.memory import fresh_output
-from harness.util.recycle import RecycledBuffers
 
 from .._numba_half import Storage, codecs
 from .._numba_sincos import sincos
 from ._axes import frequencies, positions, segments
+from ..table._tile import fence
+from ..table.numba_fast import outputs
+from ._copy import copy
 from .._numba_cache import njit as cached_njit
 
 #: The row pass decomposes a row into (t, y, x): grids are padded to three axes.
 AXES = 3
+#: Grids of at least this many bytes are written by streaming stores (impls/grid/_copy.py): at
+#: 16384 x 768 float16 (24 MiB, below the 32 MiB L3) streamed took 1.5-1.6 ms against 2.5 cached
+#: and 1.1-1.2 for bench's streaming fill (one thread, CPU time; docs/fast.md).
+STREAM_BYTES = 16 << 20
 
 
 @functools.cache
@@ -41,7 +47,7 @@ def _jit(dtype: str) -> SimpleNamespace:
     """Compile the kernel once per process and output dtype's codec (numba imported here)."""
     import numba
 
-    sincos32, store = sincos(), codecs()[dtype].store
+    sincos32, store, move, sfence = sincos(), codecs()[dtype].store, copy(), fence()
     exact = dtype == "float64"
 
     @cached_njit(inline="always", fastmath={"contract"})
@@ -56,7 +62,7 @@ def _jit(dtype: str) -> SimpleNamespace:
             second[k] = store(c)
 
     @cached_njit(parallel=True, fastmath={"contract"})
-    def fill(out, tables, pos, freq, sizes, halves, segs, interleaved, cos_first, extra):
+    def fill(out, tables, pos, freq, sizes, halves, segs, interleaved, cos_first, extra, threads, stream):
         """tables[a, i] = axis a's embedding of index i; out[extra + r] = the blocks of r's point."""
         total = sizes[0] + sizes[1] + sizes[2]
         for q in numba.prange(total):
@@ -72,20 +78,25 @@ def _jit(dtype: str) -> SimpleNamespace:
             else:
                 sins, coss = (row[h:2 * h], row[:h]) if cos_first else (row[:h], row[h:2 * h])
             axis_row(sins, coss, pos[a, i], freq[a], h)
-        plane = sizes[1] * sizes[2]
-        for r in numba.prange(out.shape[0]):
-            dst = out[r]
-            if r < extra:
-                dst[:] = 0
-                continue
-            cell = r - extra
-            point = (cell // plane, (cell // sizes[2]) % sizes[1], cell % sizes[2])
-            for s in range(segs.shape[0]):
-                a, start, local, length = segs[s, 0], segs[s, 1], segs[s, 2], segs[s, 3]
-                i = point[0] if a == 0 else point[1] if a == 1 else point[2]
-                into, src = dst[start:start + length], tables[a, i, local:local + length]
-                for j in range(length):
-                    into[j] = src[j]
+        width, units = out.shape[1], sizes[0] * sizes[1]
+        for r in numba.prange(extra):
+            out[r, :] = 0
+        # a unit is one (t, y): its sizes[2] rows, contiguous, x by x, each block one copy (no
+        # division per row); each thread takes a contiguous run of units and fences its
+        # streaming stores once at the end
+        runs = max(1, min(threads, units))
+        for run in numba.prange(runs):
+            for unit in range(run * units // runs, (run + 1) * units // runs):
+                first, t, y = extra + unit * sizes[2], unit // sizes[1], unit % sizes[1]
+                for x in range(sizes[2]):
+                    point = (t, y, x)
+                    for s in range(segs.shape[0]):
+                        a, start, local, length = segs[s, 0], segs[s, 1], segs[s, 2], segs[s, 3]
+                        i = point[0] if a == 0 else point[1] if a == 1 else point[2]
+                        move(out, (first + x) * width + start, tables,
+                             (a * tables.shape[1] + i) * tables.shape[2] + local, length, stream)
+            if stream:
+                sfence()
 
     return SimpleNamespace(fill=fill)
 
@@ -112,16 +123,16 @@ def _build(spec: GridSpec, recycle: bool):
     sizes, halves = arguments[2], arguments[3]
     table_shape = (AXES, int(sizes.max()), 2 * max(1, int(halves.max())))
     warm = GridSpec((1, 1), 4, dtype=spec.dtype)   # compiles for this dtype, untimed
-    kernel(np.empty((1, 4), dtype), np.empty((AXES, 1, 2), dtype), *_arguments(warm))
+    kernel(np.empty((1, 4), dtype), np.empty((AXES, 1, 2), dtype), *_arguments(warm), 1, True)
     shape = (spec.rows, spec.d_model)
     import numba
 
-    fresh = lambda: fresh_output(shape, dtype, numba.get_num_threads())   # noqa: E731
-    empty = RecycledBuffers(shape, dtype, allocate=fresh).take if recycle else fresh
+    empty = outputs(shape, dtype, recycle)   # 32-byte aligned, as streaming stores need
 
     def table():
         out = empty()
-        kernel(out, np.empty(table_shape, dtype), *arguments)
+        kernel(out, np.empty(table_shape, dtype), *arguments, numba.get_num_threads(),
+               out.nbytes >= STREAM_BYTES)
         return result(out)
 
     return table

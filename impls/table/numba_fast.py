@@ -202,7 +202,7 @@ def _warm(run, spec: Spec, x=None) -> None:
     run(tiny, None if x is None else np.ascontiguousarray(x[:, :1]))
 
 
-def _outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.ndarray]:
+def outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.ndarray]:
     """Each call's output buffer: fresh, or recycled (harness.util.recycle), starting on a
     32-byte boundary so that the tile's streaming stores apply (`np.empty` starts 16 bytes
     off). New memory is faulted in by this thread before a parallel pass (as `fresh_output`)."""
@@ -224,7 +224,7 @@ def _build_table(spec: Spec, arithmetic: np.dtype, recycle: bool = False):
     run = _sweeper(spec, arithmetic)
     _warm(run, spec)
     storage = Storage(spec.dtype)
-    output, result = _outputs((spec.length, spec.d_model), storage.kernel, recycle), storage.result()
+    output, result = outputs((spec.length, spec.d_model), storage.kernel, recycle), storage.result()
 
     def table():
         out = output()
@@ -263,7 +263,7 @@ def _build_forward(spec: Spec, recycle: bool = False):
     def forward(x):
         x = storage.encode(x)   # the dtype's values as the kernel reads them (half: uint16 bits)
         output = outputs.get(x.shape) or outputs.setdefault(
-            x.shape, _outputs(x.shape, storage.kernel, recycle))
+            x.shape, outputs(x.shape, storage.kernel, recycle))
         return result(run(output(), x))
 
     return forward
