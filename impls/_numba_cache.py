@@ -162,6 +162,12 @@ def _describe(value: Any, seen: set[int]) -> Any:
         return ("function", _function(value, seen))
     if isinstance(value, types.ModuleType):
         return ("module", value.__name__)
+    if type(value).__module__.startswith("llvmlite.ir"):
+        # an IR type or constant captured by an intrinsic's code generator: its text is what it
+        # is. Its pickle is not: a type caches its text once a module's IR is written, so the
+        # key at lookup (before the compile) and at save (after it) differed, and every process
+        # compiled the vector kernels again.
+        return ("llvm", type(value).__name__, str(value))
     if isinstance(value, (tuple, list)):
         return tuple(_describe(v, seen) for v in value)
     return ("pickle", hashlib.sha256(dumps(value)).hexdigest())

@@ -96,3 +96,27 @@ def test_a_second_checkout_of_the_same_source_loads_instead_of_compiling(tmp_pat
     assert (changed["misses"], changed["hits"]) == (1, 0), "changed source served a stale kernel"
     assert (back["misses"], back["hits"]) == (0, 1), "another version's entries replaced these"
     assert first["out"] == again["out"] == changed["out"] == back["out"] == [0, 2, 4, 6]
+
+
+def test_a_captured_llvm_type_keys_the_same_before_and_after_its_code_is_generated() -> None:
+    """A vector kernel's code generator captures llvmlite IR types; writing the module's IR
+    caches each type's text on it, which changed its pickle: the key looked up before a compile
+    was not the key saved after it, so every process compiled those kernels again."""
+    from llvmlite import ir
+
+    from harness.impls._numba_cache import stable_key
+
+    lanes = ir.VectorType(ir.FloatType(), 8)
+
+    def load(builder, ptr):
+        return builder.bitcast(ptr, lanes.as_pointer())
+
+    before = stable_key(load)
+    str(lanes)                          # what writing a module's IR does to it
+    assert stable_key(load) == before
+    wider = ir.VectorType(ir.FloatType(), 16)
+
+    def load_wider(builder, ptr):
+        return builder.bitcast(ptr, wider.as_pointer())
+
+    assert stable_key(load_wider) != before
