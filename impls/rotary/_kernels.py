@@ -74,7 +74,9 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
     from ._vector_rows import cache_row
 
     store = codecs()[dtype].store
-    half_row, pairs_row = (cache_row(dtype, False), cache_row(dtype, True)) if dtype in HALF_DTYPES else (None, None)
+    half = dtype in HALF_DTYPES
+    half_row, pairs_row = (cache_row(dtype, False), cache_row(dtype, True)) if half else (None, None)
+    half_two, pairs_two = (cache_row(dtype, False, 2), cache_row(dtype, True, 2)) if half else (None, None)
     shared = common()
     angle_row, chunks = shared.angle_row, shared.chunks
     njit = cached_njit(fastmath=FASTMATH)
@@ -110,24 +112,40 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
                 for f in range(n):
                     out_s[i, n + f] = out_s[i, f]
 
+    @njit(inline="always")
+    def half_tail(oc, os, a, b, x, y, done, n, interleaved):
+        """The n_freq % 8 frequencies a vector row leaves (none at rot 128), one by one."""
+        for f in range(done, n):
+            cv, sv = store(a[f] * x[f] - b[f] * y[f]), store(b[f] * x[f] + a[f] * y[f])
+            first, second = (2 * f, 2 * f + 1) if interleaved else (f, n + f)
+            oc[first], oc[second], os[first], os[second] = cv, cv, sv, sv
+
     @njit
     def half_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved):
-        """Rows p0:p1 of a half-precision cache: each row in one vector loop (_vector_rows.py:
-        8 lanes of cos and sin, rounded once, all four copies stored, no alias checks), then
-        the n_freq % 8 frequencies it leaves, if any, one by one."""
+        """Rows p0:p1 of a half-precision cache, in one vector loop per row (_vector_rows.py:
+        16 lanes of cos and sin, rounded once, all four copies stored, no alias checks), two
+        rows at once where consecutive positions share a coarse row (its a, b loaded once for
+        both), then the n_freq % 8 frequencies left, if any, one by one."""
         step, cc, sc, cf, sf = tables
         n, shift = cc.shape[1], 0
         while (1 << shift) < step:
             shift += 1
-        for i in range(p0, p1):   # a shift for a power-of-two step: a division per row cost 10%
+        i = p0
+        while i < p1:   # a shift for a power-of-two step: a division per row cost 10%
             q = index[i] >> shift if (1 << shift) == step else index[i] // step
-            a, b, x, y = cc[q], sc[q], cf[index[i] - q * step], sf[index[i] - q * step]
-            oc, os = out_c[i], out_s[i]
-            done = pairs_row(oc, os, a, b, x, y) if interleaved else half_row(oc, os, a, b, x, y)
-            for f in range(done, n):
-                cv, sv = store(a[f] * x[f] - b[f] * y[f]), store(b[f] * x[f] + a[f] * y[f])
-                first, second = (2 * f, 2 * f + 1) if interleaved else (f, n + f)
-                oc[first], oc[second], os[first], os[second] = cv, cv, sv, sv
+            r = index[i] - q * step
+            a, b = cc[q], sc[q]
+            if i + 1 < p1 and r + 1 < step and index[i + 1] == index[i] + 1:
+                oc, os, x, y = out_c[i:i + 2], out_s[i:i + 2], cf[r:r + 2], sf[r:r + 2]
+                done = pairs_two(oc, os, a, b, x, y) if interleaved else half_two(oc, os, a, b, x, y)
+                for k in range(2):
+                    half_tail(oc[k], os[k], a, b, x[k], y[k], done, n, interleaved)
+                i += 2
+            else:
+                oc, os, x, y = out_c[i], out_s[i], cf[r], sf[r]
+                done = pairs_row(oc, os, a, b, x, y) if interleaved else half_row(oc, os, a, b, x, y)
+                half_tail(oc, os, a, b, x, y, done, n, interleaved)
+                i += 1
 
     cache_rows = half_rows if dtype in HALF_DTYPES else native_rows
 

@@ -1,16 +1,18 @@
-"""A half-precision cache row written by explicit 8-lane vector IR (registers nothing).
+"""Half-precision cache rows and apply rotations written as explicit vector IR (registers nothing).
 
 Why: a cache row is only n_freq (64 at rot 128) values of cos and of sin, each stored twice.
 Written as Numba loops, LLVM guards every loop of every row with runtime alias checks between
 the output row and the four table rows (Numba arrays carry no `noalias`), plus a prologue and an
 epilogue: at rot 128 that per-row scaffolding, not the arithmetic or the stores, was most of a
 half-precision cache's time (3-5x a fill, docs/fast.md). Here one loop per row, emitted as IR,
-loads 8 lanes of each table row, forms cos = a x - b y and sin = b x + a y in float32 (the same
-`contract` multiply-adds as the Numba loops: bit-identical), rounds each once to the half dtype
-and stores all four copies ("half": columns f and n + f; "interleaved": 2f and 2f + 1, lanes
-duplicated by a shuffle): no alias checks, no copy pass, no scalar tail unless n_freq % 8.
+loads 16 lanes (two AVX2 registers) of each table row, forms cos = a x - b y and sin = b x + a y
+in float32 (the same `contract` multiply-adds as the Numba loops: bit-identical), rounds each
+once to the half dtype (no NaN check: the tables are finite and at most 1 in magnitude) and
+stores all four copies as 32-byte stores ("half": columns f and n + f; "interleaved": 2f and
+2f + 1, lanes duplicated by a shuffle): no alias checks, no copy pass, no scalar tail unless
+n_freq % 8. Two rows that share a coarse row are written by one call, a and b loaded once.
 
-`cache_row(dtype, interleaved)` is an intrinsic `(oc, os, a, b, x, y) -> lanes done`: the
+`cache_row(dtype, interleaved, rows)` is an intrinsic `(oc, os, a, b, x, y) -> lanes done`: the
 caller stores frequencies from `lanes done` to n_freq itself (none when n_freq % 8 == 0).
 """
 
@@ -20,55 +22,83 @@ import functools
 
 #: float32 lanes per vector: 256-bit AVX2 (this CPU has no AVX-512; LLVM splits wider vectors).
 LANES = 8
+#: float32 lanes a cache row's main step: two registers of each table, so each of the four copies
+#: is one 32-byte store of 16 half values (8 lanes: 16-byte stores and twice the loop steps).
+WIDE = 16
 #: `contract` only, as the Numba kernels' fastmath: a * b + c may fuse into an FMA, no reassociation.
 CONTRACT = ("contract",)
 
 
 @functools.cache
-def cache_row(dtype: str, interleaved: bool):
-    """The intrinsic writing one cache row of a half dtype (`dtype`) in one layout."""
+def cache_row(dtype: str, interleaved: bool, rows: int = 1):
+    """The intrinsic writing `rows` consecutive cache rows of a half dtype (`dtype`) in one
+    layout, which share one coarse table row (a, b): WIDE lanes a step, then one step of LANES
+    if that many are left. With rows > 1, oc, os, x, y are 2-D (`rows` rows each, C order) and
+    each step loads a, b once for all of them."""
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
 
     from .._numba_half import vector_bits   # captured: its file's stamp keys the on-disk cache
 
-    f32v = ir.VectorType(ir.FloatType(), LANES)
-    pairs = ir.Constant(ir.VectorType(ir.IntType(32), 2 * LANES), [k // 2 for k in range(2 * LANES)])
+    def step(builder, lanes, start, count, n, outs, coarse, fine):
+        """`count` steps of `lanes` frequencies from `start`: cos and sin, rounded, four copies,
+        in each row; `outs`: (cos, sin) pointers of each row, `fine`: (x, y) of each row."""
+        f32v = ir.VectorType(ir.FloatType(), lanes)
+        pairs = ir.Constant(ir.VectorType(ir.IntType(32), 2 * lanes), [k // 2 for k in range(2 * lanes)])
 
-    def load(builder, ptr, at):
-        return builder.load(builder.bitcast(builder.gep(ptr, [at]), f32v.as_pointer()), align=4)
+        def load(ptr, at):
+            return builder.load(builder.bitcast(builder.gep(ptr, [at]), f32v.as_pointer()), align=4)
 
-    def put(builder, ptr, at, bits):
-        if interleaved:   # each lane twice: columns 2f, 2f + 1
-            bits = builder.shuffle_vector(bits, bits, pairs)
-            at = builder.shl(at, at.type(1))
-        builder.store(bits, builder.bitcast(builder.gep(ptr, [at]), bits.type.as_pointer()), align=2)
+        def put(ptr, at, bits):
+            if interleaved:   # each lane twice: columns 2f, 2f + 1
+                bits = builder.shuffle_vector(bits, bits, pairs)
+                at = builder.shl(at, at.type(1))
+            builder.store(bits, builder.bitcast(builder.gep(ptr, [at]), bits.type.as_pointer()), align=2)
+
+        with cgutils.for_range(builder, count) as loop:
+            f = builder.add(start, builder.mul(loop.index, n.type(lanes)))
+            va, vb = (load(p, f) for p in coarse)
+            for (outc, outs), (px, py) in zip(outs, fine):
+                vx, vy = load(px, f), load(py, f)
+                fm = {"flags": CONTRACT}
+                c = builder.fsub(builder.fmul(va, vx, **fm), builder.fmul(vb, vy, **fm), **fm)
+                s = builder.fadd(builder.fmul(vb, vx, **fm), builder.fmul(va, vy, **fm), **fm)
+                # finite: products of finite table values of magnitude <= 1 are never NaN
+                cb, sb = (vector_bits(builder, v, dtype, finite=True) for v in (c, s))
+                if interleaved:
+                    put(outc, f, cb)
+                    put(outs, f, sb)
+                else:
+                    second = builder.add(f, n)
+                    for ptr, bits in ((outc, cb), (outs, sb)):
+                        put(ptr, f, bits)
+                        put(ptr, second, bits)
 
     @intrinsic
     def row(typingctx, oc, os, a, b, x, y):
         def codegen(context, builder, signature, args):
             arrays = [context.make_array(t)(context, builder, v) for t, v in zip(signature.args, args)]
-            outc, outs, pa, pb, px, py = (arr.data for arr in arrays)
+            pa, pb = arrays[2].data, arrays[3].data
             n = arrays[2].nitems
-            done = builder.mul(builder.sdiv(n, n.type(LANES)), n.type(LANES))
-            with cgutils.for_range(builder, builder.sdiv(n, n.type(LANES))) as loop:
-                f = builder.mul(loop.index, n.type(LANES))
-                va, vb, vx, vy = (load(builder, p, f) for p in (pa, pb, px, py))
-                c = builder.fsub(builder.fmul(va, vx, flags=CONTRACT), builder.fmul(vb, vy, flags=CONTRACT),
-                                 flags=CONTRACT)
-                s = builder.fadd(builder.fmul(vb, vx, flags=CONTRACT), builder.fmul(va, vy, flags=CONTRACT),
-                                 flags=CONTRACT)
-                cb, sb = vector_bits(builder, c, dtype), vector_bits(builder, s, dtype)
-                if interleaved:
-                    put(builder, outc, f, cb)
-                    put(builder, outs, f, sb)
-                else:
-                    second = builder.add(f, n)
-                    for ptr, bits in ((outc, cb), (outs, sb)):
-                        put(builder, ptr, f, bits)
-                        put(builder, ptr, second, bits)
-            return done
+
+            def at(k, index):
+                """Row k of argument `index` (its own row stride, in elements)."""
+                ptr = arrays[index].data
+                if not k:
+                    return ptr
+                stride = cgutils.unpack_tuple(builder, arrays[index].strides)[0]
+                size = signature.args[index].dtype.bitwidth // 8
+                return builder.gep(ptr, [builder.mul(builder.sdiv(stride, n.type(size)), n.type(k))])
+
+            outs_ = [(at(k, 0), at(k, 1)) for k in range(rows)]
+            fine = [(at(k, 4), at(k, 5)) for k in range(rows)]
+            wide = builder.sdiv(n, n.type(WIDE))
+            step(builder, WIDE, n.type(0), wide, n, outs_, (pa, pb), fine)
+            start = builder.mul(wide, n.type(WIDE))
+            narrow = builder.sdiv(builder.sub(n, start), n.type(LANES))
+            step(builder, LANES, start, narrow, n, outs_, (pa, pb), fine)
+            return builder.add(start, builder.mul(narrow, n.type(LANES)))
 
         return types.intp(oc, os, a, b, x, y), codegen
 

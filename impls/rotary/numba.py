@@ -27,7 +27,7 @@ import numpy as np
 
 from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.registry import register
-from harness.util.memory import fresh_output
+from harness.util.memory import aligned, aligned_owner, first_touch
 from harness.util.recycle import RecycledBuffers
 from .._numba_half import HALF_DTYPES, Storage
 from ._apply_kernels import apply_kernels
@@ -40,6 +40,9 @@ from ._tables import pair_slices, split_tables
 #: float32) stay in L1 beside the rows being written, where sqrt(length) rows (182 at 32768:
 #: 93 KiB) were read from L2; the coarse table, read once a 16-row block, streams.
 CACHE_STEP = 16
+#: Outputs start on a 64-byte cache line: `np.empty` starts a large array 16 bytes past a page,
+#: so with 256-byte rows half the 32-byte stores of a half cache row straddled two lines.
+OUTPUT_ALIGN = 64
 
 
 class Rotary:
@@ -67,17 +70,25 @@ class Rotary:
         self.buffers: dict = {}
 
     def empty(self, shape: tuple[int, ...], part: int) -> np.ndarray:
-        """A fresh output faulted in by this thread (`first_touch`), or with `recycle` the memory
-        of one the caller has let go (harness.util.recycle): no page faults on rebuilds."""
+        """A fresh output starting on a cache line (OUTPUT_ALIGN), faulted in by this thread
+        before a parallel pass (as `fresh_output`), or with `recycle` the memory of one the
+        caller has let go (harness.util.recycle): no page faults on rebuilds."""
         import numba
 
         dtype = self.storage.kernel
-        fresh = lambda: fresh_output(shape, dtype, numba.get_num_threads())   # noqa: E731
+
+        def owner() -> np.ndarray:
+            memory = aligned_owner(shape, dtype, OUTPUT_ALIGN)
+            return first_touch(memory) if numba.get_num_threads() > 1 else memory
+
+        def view(memory: np.ndarray) -> np.ndarray:
+            return aligned(memory, shape, dtype, OUTPUT_ALIGN)
+
         if not self.recycle:
-            return fresh()
+            return view(owner())
         key = (shape, part)
         if key not in self.buffers:
-            self.buffers[key] = RecycledBuffers(shape, dtype, allocate=fresh)
+            self.buffers[key] = RecycledBuffers(shape, dtype, allocate=owner, view=view)
         return self.buffers[key].take()
 
     def cache(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
