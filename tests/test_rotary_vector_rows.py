@@ -19,7 +19,7 @@ from harness.core.kinds.rotary import RotarySpec  # noqa: E402
 
 implementations()   # loads the built-ins under harness.impls
 from harness.impls._numba_half import codecs  # noqa: E402
-from harness.impls.rotary._vector_rows import LANES, WIDE, cache_row, rotation_row  # noqa: E402
+from harness.impls.rotary._vector_rows import LANES, PAIRED, WIDE, cache_row, rotation_row, wide_order  # noqa: E402
 from tests.test_fast_half import _awkward_float32, kernels  # noqa: E402,F401 (kernels: a fixture)
 
 HALF = ("float16", "bfloat16")
@@ -54,7 +54,8 @@ def test_each_lane_rounds_as_the_scalar_codec_into_both_columns(dtype, interleav
         return row(oc, os, a, b, x, y)
 
     oc, os = np.zeros(2 * n, np.uint16), np.zeros(2 * n, np.uint16)
-    assert write(oc, os, a, b, x, y) == n
+    order = wide_order(n) if dtype in PAIRED else np.arange(n)   # the tables' column order
+    assert write(oc, os, a[order], b, x, y) == n
     want_c, want_s = np.empty(n, np.uint16), np.empty(n, np.uint16)
     stores = kernels[0]   # test_fast_half's scalar store loop
     stores(want_c, a * x - b * y, codecs()[dtype].store)   # exact products: the same float32
@@ -99,6 +100,14 @@ def test_rotation_is_the_scalar_loop_bit_for_bit(dtype, interleaved):
     np.testing.assert_array_equal(got[~nan], want[~nan])
     np.testing.assert_array_equal(_nan_bits(got, dtype), _nan_bits(want, dtype))
     assert not np.array_equal(got, x) and np.array_equal(got[2 * n:], x[2 * n:])
+
+
+def test_wide_order_puts_even_then_odd_frequencies_in_each_whole_step():
+    order = wide_order(2 * WIDE + LANES + 3)
+    assert sorted(order) == list(range(order.size))
+    assert list(order[:WIDE]) == [*range(0, WIDE, 2), *range(1, WIDE, 2)]
+    assert list(order[WIDE:2 * WIDE]) == [WIDE + f for f in order[:WIDE]]
+    assert list(order[2 * WIDE:]) == list(range(2 * WIDE, order.size))
 
 
 @pytest.mark.parametrize("n", [2 * LANES + 5, WIDE + LANES + 5, LANES + 3])

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 #: float32 lanes per vector: 256-bit AVX2 (this CPU has no AVX-512; LLVM splits wider vectors).
 LANES = 8
 #: float32 lanes a cache row's main step: two registers of each table, so each of the four copies
@@ -27,6 +29,42 @@ LANES = 8
 WIDE = 16
 #: `contract` only, as the Numba kernels' fastmath: a * b + c may fuse into an FMA, no reassociation.
 CONTRACT = ("contract",)
+#: Dtypes whose cache rows read their tables in `wide_order`: bfloat16's rounding then ends in
+#: one word blend per 16 values instead of two shifts, a pack and a lane permute.
+PAIRED = ("bfloat16",)
+
+
+def wide_order(n: int) -> np.ndarray:
+    """The column order a PAIRED dtype's cache tables are kept in (n_freq columns): within each
+    whole WIDE step, the even frequencies, then the odd ones; the columns after, as they are."""
+    order = np.arange(n)
+    whole = n // WIDE * WIDE
+    groups = order[:whole].reshape(-1, WIDE)
+    order[:whole] = np.concatenate([groups[:, 0::2], groups[:, 1::2]], axis=1).reshape(-1)
+    return order
+
+
+def _paired_bf16_bits(builder, value):
+    """<WIDE x float> whose first half holds even frequencies and second half the odd ones
+    (`wide_order`) -> <WIDE x i16> bfloat16 bits in frequency order, rounded to nearest even as
+    `vector_bits` (finite values): each 32-bit lane of the result is the even value's upper
+    half, shifted down, beside the odd value's upper half, kept where it is."""
+    from llvmlite import ir
+
+    half = WIDE // 2
+    i32w, i32h = ir.VectorType(ir.IntType(32), WIDE), ir.VectorType(ir.IntType(32), half)
+
+    def splat(t, x):
+        return ir.Constant(t, [x] * t.count)
+
+    u = builder.bitcast(value, i32w)
+    odd = builder.and_(builder.lshr(u, splat(i32w, 16)), splat(i32w, 1))
+    t = builder.add(builder.add(u, splat(i32w, 0x7FFF)), odd)
+    take = ir.Constant(ir.VectorType(ir.IntType(32), half), list(range(half)))
+    rest = ir.Constant(ir.VectorType(ir.IntType(32), half), list(range(half, WIDE)))
+    even, odd_ = (builder.shuffle_vector(t, t, m) for m in (take, rest))
+    both = builder.or_(builder.lshr(even, splat(i32h, 16)), builder.and_(odd_, splat(i32h, 0xFFFF0000)))
+    return builder.bitcast(both, ir.VectorType(ir.IntType(16), WIDE))
 
 
 @functools.cache
@@ -34,7 +72,7 @@ def cache_row(dtype: str, interleaved: bool, rows: int = 1):
     """The intrinsic writing `rows` consecutive cache rows of a half dtype (`dtype`) in one
     layout, which share one coarse table row (a, b): WIDE lanes a step, then one step of LANES
     if that many are left. With rows > 1, oc, os, x, y are 2-D (`rows` rows each, C order) and
-    each step loads a, b once for all of them."""
+    each step loads a, b once for all of them. A PAIRED dtype's tables are in `wide_order`."""
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
@@ -65,7 +103,10 @@ def cache_row(dtype: str, interleaved: bool, rows: int = 1):
                 c = builder.fsub(builder.fmul(va, vx, **fm), builder.fmul(vb, vy, **fm), **fm)
                 s = builder.fadd(builder.fmul(vb, vx, **fm), builder.fmul(va, vy, **fm), **fm)
                 # finite: products of finite table values of magnitude <= 1 are never NaN
-                cb, sb = (vector_bits(builder, v, dtype, finite=True) for v in (c, s))
+                if lanes == WIDE and dtype in PAIRED:
+                    cb, sb = (_paired_bf16_bits(builder, v) for v in (c, s))
+                else:
+                    cb, sb = (vector_bits(builder, v, dtype, finite=True) for v in (c, s))
                 if interleaved:
                     put(outc, f, cb)
                     put(outs, f, sb)

@@ -34,6 +34,7 @@ from ._apply_kernels import apply_kernels
 from ._kernels import kernels, run
 from ._supports import NUMBA
 from ._tables import pair_slices, split_tables
+from ._vector_rows import PAIRED, wide_order
 
 
 #: Fine rows of the cache's angle-addition tables: 16 x n_freq cos and sin (8 KiB at rot 128 in
@@ -63,7 +64,11 @@ class Rotary:
         # still `exact`) took it from 2.3x to 1.7x a fill (float64 keeps float64 tables), and
         # CACHE_STEP-row fine tables stay in L1 (docs/fast.md)
         cached = split_tables(spec, CACHE_STEP)
-        self.cache_tables = (cached.step, *cached.cast(np.float64 if spec.dtype == "float64" else np.float32))
+        tables = cached.cast(np.float64 if spec.dtype == "float64" else np.float32)
+        if spec.dtype in PAIRED:   # the column order its vector rows read (_vector_rows.wide_order)
+            order = wide_order(spec.n_freq)
+            tables = tuple(np.ascontiguousarray(t[:, order]) for t in tables)
+        self.cache_tables = (cached.step, *tables)
         self.interleaved = spec.layout == "interleaved"
         self.seq_first = spec.qk_layout == "bshd"
         self.first = pair_slices(spec)[0]
