@@ -106,3 +106,35 @@ def test_a_table_cell_is_timed_on_its_convention_in_its_dtype():
     spec = Cell("x", "numpy", "cpu", "table", "fairseq", 16, 8, "float16", 1).spec()
     assert (spec.length, spec.d_model, spec.dtype) == (16, 8, "float16")
     assert (spec.layout, spec.freq_shift, spec.offset) == ("concat", 1, 2)
+
+
+def test_verdict_only_checks_judge_a_tuple_part_by_part_without_joining_it(monkeypatch):
+    """The first-call and stale checks need only a verdict: a large apply's q and k are not
+    joined into the canonical copy there (a join of 2 x 134 MB costs seconds on a small VM);
+    a NaN in either part is still found. first_values, which keeps the values, still joins."""
+    from harness.core.kinds.rotary import apply
+
+    c = Cell("x", "numpy", "cpu", "apply", "neox", 32, 16, "float32", 1, batch=1, heads=2,
+             kind="rotary")
+    q, k, _ = c.work.arguments(c.spec(), c.batch, c.heads)
+    joins = []
+    canonical = apply.canonical
+    monkeypatch.setattr(apply, "canonical", lambda *a: joins.append(1) or canonical(*a))
+    assert validity.output_problem((q, k), c) is None
+    assert validity.stale_problem((q, k), (q.copy(), k.copy()), True, c) is None
+    assert joins == []
+    bad = k.copy()
+    bad[0, 1, 2, 3] = np.nan
+    assert validity.stale_problem((q, k), (q.copy(), bad), True, c).startswith(
+        "after poisoning the first result: k: 1 NaN/Inf values")
+    assert validity.output_problem((q, bad), c).startswith("first call: k: 1 NaN/Inf")
+    assert joins == []
+    assert validity.first_values((q, k), c).shape == (2, 1, 2, 32, 16) and joins == [1]
+
+
+def test_stacked_repeats_k_heads_only_where_k_has_fewer():
+    from harness.core.kinds.rotary.reference import stacked
+
+    q = np.random.default_rng(0).standard_normal((1, 4, 8, 6))
+    for k in (q[:, ::-1].copy(), q[:, :2].copy(), q[:, :1].copy()):
+        np.testing.assert_array_equal(stacked(q, k), np.stack([q, np.repeat(k, 4 // k.shape[1], 1)]))

@@ -78,7 +78,8 @@ _LEAVES = (bool, float, complex, type(None), type, types.ModuleType, types.CodeT
 def output_problem(out: Any, cell: Cell) -> Optional[str]:
     """None when `out` is a finite array of the cell's shape and dtype (or the tuple of its
     workload's parts), else why not."""
-    problem, _ = well_formed(out, cell.shape, cell.dtype, cell.work.parts, cell.arrangement)
+    problem, _ = well_formed(out, cell.shape, cell.dtype, cell.work.parts, cell.arrangement,
+                             joined=False)
     return None if problem is None else f"first call: {problem}"
 
 
@@ -127,7 +128,8 @@ def stale_problem(first: Any, second: Any, poisoned: bool, cell: Cell) -> Option
     whether that worked) and while it was still held, is a fresh result; else why not."""
     if not poisoned and same_buffer(first, second):
         return "returned the same buffer twice: a cached result, not a builder"
-    problem, _ = well_formed(second, cell.shape, cell.dtype, cell.work.parts, cell.arrangement)
+    problem, _ = well_formed(second, cell.shape, cell.dtype, cell.work.parts, cell.arrangement,
+                             joined=False)     # the verdict only: no joined copy to pay for
     if problem is None:
         return None
     if poisoned and "NaN" in problem:

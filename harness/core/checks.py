@@ -125,17 +125,18 @@ def _first_over(ratio: np.ndarray, worst_position: int) -> str:
 
 
 def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str, parts: tuple[str, ...] = (),
-                arrangement: Optional[kinds.Arrangement] = None
+                arrangement: Optional[kinds.Arrangement] = None, joined: bool = True
                 ) -> tuple[Optional[str], Optional[np.ndarray]]:
     """(None, the result as NumPy) when `out` (a result, or its `Returned` copy) is an array of
     `shape` and `want_dtype` holding only finite values, else (why not, None): the cheap part of
     `compare`, needing no reference. With `parts`, `out` is a tuple of that many arrays, each of
     the `arrangement`'s shape for it (default: each `shape[1:]`), judged in order and returned
-    joined (default: stacked)."""
+    joined (default: stacked); `joined=False` judges the parts the same way but returns no array
+    (a caller that wants only the verdict need not pay for a join's copy of a large result)."""
     returned = out if isinstance(out, Returned) else snapshot(out)
     if parts:
         arrangement = arrangement or kinds.Arrangement(tuple(tuple(shape[1:]) for _ in parts))
-        return _well_formed_parts(returned, want_dtype, parts, arrangement)
+        return _well_formed_parts(returned, want_dtype, parts, arrangement, joined)
     if returned.problem:
         return returned.problem, None
     if returned.parts is not None or not isinstance(returned.array, np.ndarray):
@@ -155,7 +156,8 @@ def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str, parts: tuple[
 
 
 def _well_formed_parts(returned: Returned, want_dtype: str, parts: tuple[str, ...],
-                       arrangement: kinds.Arrangement) -> tuple[Optional[str], Optional[np.ndarray]]:
+                       arrangement: kinds.Arrangement, joined: bool = True
+                       ) -> tuple[Optional[str], Optional[np.ndarray]]:
     names = ", ".join(parts)
     got = returned.parts
     if got is None or len(got) != len(parts):
@@ -167,7 +169,7 @@ def _well_formed_parts(returned: Returned, want_dtype: str, parts: tuple[str, ..
         if problem is not None:
             return f"{name}: {problem}", None
         arrays.append(arr)
-    return None, arrangement.join(arrays)
+    return None, arrangement.join(arrays) if joined else None
 
 
 def nonfinite(arr: np.ndarray) -> Optional[tuple[int, tuple[int, int]]]:

@@ -80,7 +80,8 @@ def canonical(spec: RotarySpec, q: np.ndarray, k: np.ndarray) -> np.ndarray:
 def stacked(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Heads-first q and k, k's heads repeated to q's (each k head serves q_heads / kv_heads
     consecutive q heads), stacked `[2, batch, q_heads, seq, head_dim]`."""
-    return np.stack([q, np.repeat(k, q.shape[1] // k.shape[1], axis=1)])
+    ratio = q.shape[1] // k.shape[1]
+    return np.stack([q, k if ratio == 1 else np.repeat(k, ratio, axis=1)])   # no copy of k for 1
 
 
 def apply_reference(spec: RotarySpec, q: np.ndarray, k: np.ndarray, position_ids: np.ndarray,
