@@ -257,12 +257,12 @@ def _build_forward(spec: Spec, recycle: bool = False):
     run = _sweeper(spec, _work(spec))
     storage = Storage(spec.dtype)
     _warm(run, spec, np.zeros((1, 1, spec.d_model), storage.kernel))
-    outputs: dict[tuple[int, ...], Callable[[], np.ndarray]] = {}   # per shape of x
+    per_shape: dict[tuple[int, ...], Callable[[], np.ndarray]] = {}   # outputs per shape of x
     result = storage.result()
 
     def forward(x):
         x = storage.encode(x)   # the dtype's values as the kernel reads them (half: uint16 bits)
-        output = outputs.get(x.shape) or outputs.setdefault(
+        output = per_shape.get(x.shape) or per_shape.setdefault(
             x.shape, outputs(x.shape, storage.kernel, recycle))
         return result(run(output(), x))
 
