@@ -101,6 +101,21 @@ def test_retries_stop_when_their_time_is_used_up():
     assert retries.due(1) == [] and c.key in retries.still_flagged()
 
 
+def test_a_batch_of_retries_takes_only_the_cells_that_fit_their_time_left():
+    """A sweep of 100 s over 10 measured cells (10 s a cell) leaves retries max(MIN_SECONDS,
+    SHARE_OF_TIME x 100 s): that many cells' worth in one batch, the rest wait for a later one."""
+    now = [0.0]
+    retries = Retries(1000, clock=lambda: now[0])
+    flagged = [cell(64 * (i + 1), 64) for i in range(10)]
+    for c in flagged:
+        retries.seen(busy_row(c), c, group=0)
+    now[0] = 100.0
+    fit = int(max(remeasure.MIN_SECONDS, remeasure.SHARE_OF_TIME * 100.0) / 10.0)
+    assert len(retries.due(1)) == fit < len(flagged) and len(retries.waiting) == len(flagged) - fit
+    retries.timed(1000.0)                             # that batch used the time up
+    assert retries.due(2, final=True) == [] and not retries.waiting
+
+
 def test_interleave_takes_turns_between_implementations():
     cells = [cell(64, 64, impl="a"), cell(128, 64, impl="a"), cell(64, 64, impl="b")]
     assert [c.impl for c in interleave(cells)] == ["a", "b", "a"]

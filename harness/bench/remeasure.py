@@ -15,6 +15,10 @@ The bound: at most MAX_ATTEMPTS measurements of one cell, at most
 MAX_SHARE of the cells measured again, and retries stop once they have used
 SHARE_OF_TIME of the time the sweep took so far (but are always allowed
 MIN_SECONDS): a run under steady heavy load ends, saying what stayed flagged.
+The time bound holds for a batch too: a batch takes only as many cells as fit the
+time left at the sweep's mean seconds per measured cell so far (the rest wait for
+a later batch), so one batch of a quiet run's noisy cells cannot overshoot it
+(one of 144 cells took 225 s, four minutes into a 14-minute sweep).
 Cells flagged for load or threads go before cells that are only noisy: a flag
 keeps a cell out of the answers, noise only widens its interval. So in the default
 sweep (`contenders_only`) a cell only noisy is measured again only where an answer
@@ -76,6 +80,7 @@ class Retries:
     #: measure a cell only noisy again only where its noise could move an answer
     contenders_only: bool = False
     rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)   # key -> newest row
+    measured: int = 0       # rows seen that measured something (not a skip): the time per cell
 
     def __post_init__(self) -> None:
         if self.started < 0:
@@ -86,6 +91,7 @@ class Retries:
         key = str(row["key"])
         self.rows[key] = row
         self.attempts[key] = self.attempts.get(key, 0) + 1
+        self.measured += row.get("status") != "skip"
         reason = why_again(row, self.running)
         self.waiting.pop(key, None)
         if reason:
@@ -107,13 +113,22 @@ class Retries:
             self.waiting.pop(cell.key)            # noise far behind: stays noisy, said so
             ready.remove(cell)
         ready.sort(key=lambda cell: self.why.get(cell.key, "").startswith("noisy"))  # flags first
-        chosen = ready[:room]
+        chosen = ready[:min(room, self._fit())]   # the rest wait for a later batch's time
         for cell in chosen:
             self.waiting.pop(cell.key)
             self.retried.add(cell.key)
         if room <= len(ready):
             self.waiting.clear()          # the count bound is reached: nothing more will run
         return chosen
+
+    def _fit(self) -> int:
+        """How many cells fit the time retries have left, at the sweep's mean seconds per
+        measured cell so far (at least one: `allowed` said there is time)."""
+        elapsed = self.clock() - self.started
+        if elapsed <= 0 or not self.measured:
+            return self.total_cells
+        left = max(MIN_SECONDS, SHARE_OF_TIME * (elapsed - self.spent_s)) - self.spent_s
+        return max(1, int(left / (elapsed / self.measured)))
 
     def _could_move(self, cell: Cell) -> bool:
         """Whether measuring `cell` again could move an answer: always for a flag; for noise
