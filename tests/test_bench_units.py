@@ -266,6 +266,20 @@ def test_only_full_runs_the_conventions_study_and_quick_refuses_full(tmp_path, c
     assert "--full and --quick" in capsys.readouterr().err
 
 
+def test_a_sweeps_post_steps_take_their_quick_case_lists():
+    """verify on the quick cases of what was timed, precision at its quick probes: the full
+    studies are their own verbs (`nox -s verify`, `python -m harness precision`)."""
+    import pandas as pd
+
+    from harness.bench.cli import post_scopes
+
+    frame = pd.DataFrame({"impl": ["numpy-stack", "roof-fill"], "dtype": ["float32", "float16"],
+                          "is_roof": [False, True]})
+    scopes = post_scopes(frame)
+    assert scopes["precision"] == ["--quick"]
+    assert scopes["verify"] == ["--quick", "--dtypes", "float32", "--only", "numpy-stack"]
+
+
 def test_apply_roofs_stand_beside_every_form_they_declare():
     """A pass over q and k reads no layout or position: the roofs take the forms kernels take
     (the recycled ones, writing q and k into one buffer, only with k as many heads as q), and

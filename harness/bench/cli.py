@@ -2,8 +2,8 @@
 
 Writes RUN_DIR = OUT/<run-id>/ with bench.csv (one row per cell), env.json,
 cells.jsonl (the journal --resume reads), raw/*.json (pytest-benchmark's own,
-for `pytest-benchmark compare`) and logs/; then runs verify and precision (and,
-with --full, conventions) into it and builds report.md when harness.report exists. Two runs
+for `pytest-benchmark compare`) and logs/; then runs verify and precision (their
+quick case lists; and, with --full, conventions) into it and builds report.md when harness.report exists. Two runs
 started in the same second get RUN_DIR and RUN_DIR-2; the run directory is
 locked (.run.lock) until the last post-step ends, so a second writer or a
 --resume of a live run is refused. Exits 3 when a post-step failed
@@ -103,7 +103,7 @@ def _sweep_and_post(opts: options.SweepOptions, run_dir: sweep.RunDir,
         return exitcodes.OK
     steps = post.run_all(run_dir.path, opts.plugins, opts.only, opts.quick,
                          keep_fds=run_dir.lock.fds if run_dir.lock else (), verbs=verbs,
-                         console=screen, extra={"verify": verify_scope(frame)})
+                         console=screen, extra=post_scopes(frame))
     screen.close()
     print("\n".join(_answer(run_dir.path)), flush=True)
     failed = [s.name for s in steps if s.failed]
@@ -133,6 +133,13 @@ def verify_scope(frame: pd.DataFrame) -> list[str]:
         return []
     return (["--quick", "--dtypes", ",".join(sorted(set(mine["dtype"].astype(str))))]
             + [a for name in sorted(set(mine["impl"])) for a in ("--only", name)])
+
+
+def post_scopes(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Each post-step's own arguments: verify on what the sweep timed (`verify_scope`), the
+    precision study at its quick probes (13 log-spaced windows out to 1e6, not 25: half its
+    time, the same curves coarser; `python -m harness precision` runs the full study)."""
+    return {"verify": verify_scope(frame), "precision": ["--quick"]}
 
 
 def post_verbs(chosen: list[Implementation], full: bool = False) -> list[str]:
