@@ -115,17 +115,6 @@ def no_plots(monkeypatch):
     without_plots(monkeypatch)
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory) -> tuple[Path, str]:
-    run = write_run(tmp_path_factory.mktemp("report"))
-    (run / "conventions.md").write_text("# Conventions\n\n## Classes\n\n| a | b |\n|---|---|\n| x | y |\n"
-                                        "\n```\n# not a heading\n```\n")
-    (run / "plots").mkdir()
-    (run / "plots" / "precision.png").write_bytes(b"\x89PNG\r\n\x1a\n")
-    path = build([run])
-    return run, path.read_text()
-
-
 def section(text: str, title: str) -> str:
     """The body of one '## title' section."""
     match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
@@ -151,28 +140,6 @@ def keyed_rows(text: str, first_cell: str) -> list[dict[str, str]]:
         elif line.startswith(f"| {first_cell} "):
             found.append(dict(zip(header, cells(line))))
     return found
-
-
-def test_report_is_written_in_the_run_directory_with_every_section(report):
-    run, text = report
-    assert (run / "report.md").is_file()
-    for title in ("Environment", "Recommendation", "Accuracy vs speed", "Workload `table`",
-                  "Workload `forward`", "Noisy cells", "Failures, timeouts and skips",
-                  "Convention matrix", "Precision", "Files"):
-        section(text, title)
-    assert "testbox" in text.splitlines()[0]
-    assert "Synthetic CPU" in section(text, "Environment")
-
-
-def test_recommendation_skips_the_fastest_when_it_fails_verify(report):
-    _, text = report
-    body = section(text, "Recommendation")
-    assert "fastest-wrong" in body  # named as excluded ...
-    detail = body.split("### Detail")[1]
-    rows = [r for size in ("small", "medium", "large") for r in keyed_rows(detail, size)]
-    assert rows and all("fastest-wrong" not in r["use"] for r in rows)  # ... never recommended
-    table_picks = [r for r in rows if r["use"] == "**fast-good**"]
-    assert len(table_picks) == 3 * 2 * 2  # regimes x dtypes x threads, table workload
 
 
 def test_recommendation_runner_up_and_lead_are_exact(tmp_path):
@@ -227,34 +194,6 @@ def test_regimes_cover_sizes_without_gaps():
     assert [r.name for r in REGIMES] == ["small", "medium", "large"]
 
 
-def test_pivot_has_human_units_speedups_and_noisy_mark(report):
-    _, text = report
-    body = section(text, "Workload `table`")
-    f32_t1 = body.split("### float32, 1 thread")[1].split("###")[0]
-    medians, speedups = f32_t1.split("**Speedup vs seed-numpy-stack**")
-    mid = keyed_rows(medians, "mid-good")[0]
-    assert mid["1024x64"] == "197 µs*"  # 1024 * 64 * 3 ns, noisy
-    assert mid["8192x1024"] == "25.2 ms"
-    assert keyed_rows(speedups, "fast-good")[0]["64x64"] == "10x"
-    assert keyed_rows(speedups, "seed-numpy-stack")[0]["64x64"] == "1x"
-    assert keyed_rows(speedups, "slow-loops")[0]["8192x1024"] == "skip"
-    assert "MemoryError: boom" in section(text, "Failures, timeouts and skips")
-    noisy = section(text, "Noisy cells")
-    assert "mid-good" in noisy and "1024x64 float32 1 thread" in noisy and "30%" in noisy
-
-
-def test_accuracy_vs_speed_uses_reference_size_and_marks_frontier(report):
-    _, text = report
-    body = section(text, "Accuracy vs speed")
-    assert "`table` at 8192x1024 float32" in body
-    rows = {r[0]: r for r in table_rows(body, "fast-good") + table_rows(body, "slow-loops")
-            + table_rows(body, "fastest-wrong") + table_rows(body, "mid-good")}
-    assert rows["fast-good"][-1] == "**yes**"
-    assert rows["mid-good"][-1] == ""  # dominated: slower and less accurate than fast-good
-    assert rows["fastest-wrong"][-1].startswith("fails verify")
-    assert "vs seed-torch-stack" in body and "12x" in rows["fast-good"][5]
-
-
 def test_pareto():
     assert pareto([(1.0, 1.0), (2.0, 0.5), (3.0, 0.7), (0.5, 2.0), (1.0, 1.0)]) == \
         [True, True, False, True, True]
@@ -265,25 +204,6 @@ def test_reference_size_falls_back_to_largest_common(tmp_path):
     run = load_run(write_run(tmp_path, bench=rows))
     trade = tradeoff(run.bench, run.verify, "table", ["seed-numpy-stack"])
     assert (trade.length, trade.d_model, trade.dtype) == (65536, 1024, "float32")
-
-
-def test_plots_exist_are_pngs_and_are_linked(report):
-    run, text = report
-    for name in ("time-table", "speedup-table", "roof-table", "threads-table", "frontier-table",
-                 "time-forward", "error-float32"):
-        png = run / "plots" / f"{name}.png"
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
-        assert png.stat().st_size > 10_000
-        assert f"](plots/{name}.png)" in text
-
-
-def test_extras_are_embedded_and_linked(report):
-    _, text = report
-    conventions = section(text, "Convention matrix")
-    assert "### Classes" in conventions and "| x | y |" in conventions
-    assert "# Conventions" not in conventions and "\n# not a heading" in conventions
-    assert "](plots/precision.png)" in section(text, "Precision")
-    assert "[raw/](raw)" in section(text, "Files")
 
 
 def test_only_keeps_baselines_and_roofs(tmp_path, no_plots):

@@ -180,26 +180,6 @@ def test_a_flagged_cell_is_drawn_apart_not_as_a_speedup(tmp_path, caught):
     assert len(flagged) == 1 and flagged[0].get_color() == "grey"
 
 
-def test_no_two_labels_of_any_plot_overlap(tmp_path, caught, monkeypatch):
-    """Every plot of a report, read back through the renderer: the tick labels of one axis never
-    overlap each other (a smear of tick labels was the complaint), nor the axes' title. Drawn
-    in this process (not the report's pool), so that every figure is caught here."""
-    from harness.report import build, pipeline
-
-    monkeypatch.setattr(pipeline, "_fork_is_safe", lambda: False)
-    build([write_run(tmp_path)])
-    assert caught
-    for fig in caught:
-        renderer = fig.canvas.get_renderer()
-        for ax in fig.axes:
-            for ticks in (ax.get_xticklabels(), ax.get_yticklabels()):
-                texts = [t for t in (*ticks, ax.title) if t.get_visible() and t.get_text().strip()]
-                boxes = [t.get_window_extent(renderer) for t in texts]
-                for (a, ta), (b, tb) in itertools.combinations(zip(boxes, texts), 2):
-                    assert not a.overlaps(b), (fig.texts[0].get_text() if fig.texts else "",
-                                               ta.get_text(), tb.get_text())
-
-
 def test_no_frontier_label_is_struck_through_by_the_frontier(tmp_path, caught):
     """A named point just under a step of the frontier: its first free spot would sit on the
     line; the name must find a spot off it."""
