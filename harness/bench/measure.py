@@ -26,7 +26,7 @@ import time
 import traceback
 from typing import Any, Callable, Optional
 
-from harness.bench import contention, fingerprint, modes, peak, validity
+from harness.bench import contention, fingerprint, inputs, modes, peak, validity
 from harness.bench.cells import Cell, Outcome, thin
 from harness.bench.settings import Timing
 from harness.core import handover, inplace
@@ -55,7 +55,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
     done: dict[str, Any] = {"thread_settings": thread_settings}
     try:
         spec = cell.spec()
-        args = cell.work.arguments(spec, cell.batch, cell.heads)
+        args = inputs.WORKER_INPUTS.arguments(cell, spec)
         at_call = bool(args) and not cell.is_roof and impl.inputs_at_call
         start = time.perf_counter()
         built = impl.build(spec) if at_call else impl.build(spec, *args)
