@@ -36,6 +36,10 @@ IMPLS = implementations()
 BY_NAME = {impl.name: impl for impl in IMPLS}
 #: Worker processes for the matrix: the 2-core machine `nox -s tests` promises its time on.
 WORKERS = 2
+#: A case's time limit (verify's is 120 s): a first call that compiles (torch-compile's inductor
+#: builds C++ with g++ in a fresh environment, 17 s alone here) can pass 120 s when the matrix's
+#: three processes share two cores with the rest of the suite. Hangs are still caught.
+TIMEOUT_S = 300.0
 #: Backends checked in this process meanwhile: the kernels they compile (per dtype, seconds
 #: each) are then compiled already for the test files that come after (test_rotary_*).
 HERE = ("numba",)
@@ -65,7 +69,7 @@ def verdicts_of(names: Sequence[str], matrix: str) -> dict[str, list[Check]]:
         mine = [name for name in names if BY_NAME[name].kind == kind]
         for spec in specs[kind]:
             for name in mine:
-                found[name].append(check(BY_NAME[name], spec))
+                found[name].append(check(BY_NAME[name], spec, TIMEOUT_S))
     return found
 
 
