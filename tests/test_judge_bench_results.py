@@ -138,3 +138,16 @@ def test_stacked_repeats_k_heads_only_where_k_has_fewer():
     q = np.random.default_rng(0).standard_normal((1, 4, 8, 6))
     for k in (q[:, ::-1].copy(), q[:, :2].copy(), q[:, :1].copy()):
         np.testing.assert_array_equal(stacked(q, k), np.stack([q, np.repeat(k, 4 // k.shape[1], 1)]))
+
+
+def test_a_verdict_only_check_reads_a_result_in_place_and_a_snapshot_copies_it():
+    from harness.core.checks import well_formed
+    from harness.core.observe import snapshot
+
+    table = np.ones((4, 6), dtype=np.float32)
+    assert np.shares_memory(snapshot(table, copy=False).array, table)
+    assert not np.shares_memory(snapshot(table).array, table)       # survives poisoning
+    assert well_formed(table, (4, 6), "float32", joined=False) == (None, None)
+    table[2, 3] = np.inf
+    assert well_formed(table, (4, 6), "float32", joined=False)[0] == \
+        "1 NaN/Inf values (first at position 2, column 3)"

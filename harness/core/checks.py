@@ -131,9 +131,10 @@ def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str, parts: tuple[
     `shape` and `want_dtype` holding only finite values, else (why not, None): the cheap part of
     `compare`, needing no reference. With `parts`, `out` is a tuple of that many arrays, each of
     the `arrangement`'s shape for it (default: each `shape[1:]`), judged in order and returned
-    joined (default: stacked); `joined=False` judges the parts the same way but returns no array
-    (a caller that wants only the verdict need not pay for a join's copy of a large result)."""
-    returned = out if isinstance(out, Returned) else snapshot(out)
+    joined (default: stacked); `joined=False` judges the same way but returns no array, and
+    copies nothing it can read in place (a caller that wants only the verdict need not pay for
+    copies and a join of a large result)."""
+    returned = out if isinstance(out, Returned) else snapshot(out, copy=joined)
     if parts:
         arrangement = arrangement or kinds.Arrangement(tuple(tuple(shape[1:]) for _ in parts))
         return _well_formed_parts(returned, want_dtype, parts, arrangement, joined)
@@ -152,7 +153,7 @@ def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str, parts: tuple[
     if bad is not None:
         count, (position, column) = bad
         return f"{count} NaN/Inf values (first at position {position}, column {column})", None
-    return None, arr
+    return None, arr if joined else None
 
 
 def _well_formed_parts(returned: Returned, want_dtype: str, parts: tuple[str, ...],

@@ -55,14 +55,16 @@ class Observation:
     at_call: bool = False
 
 
-def snapshot(out: Any) -> Returned:
-    """A copy of `out`'s values as NumPy with its dtype's name (the copy survives poisoning)."""
+def snapshot(out: Any, copy: bool = True) -> Returned:
+    """A copy of `out`'s values as NumPy with its dtype's name (the copy survives poisoning);
+    `copy=False`: the values as NumPy, read in place where the backend allows (for a verdict
+    read at once: no copy of a large result to pay for)."""
     if isinstance(out, (tuple, list)):
-        return Returned(dtype=type(out).__name__, parts=tuple(snapshot(p) for p in out))
+        return Returned(dtype=type(out).__name__, parts=tuple(snapshot(p, copy) for p in out))
     if out is None:
         return Returned(problem="returned None, not an array")
     try:
-        arr = np.array(to_numpy(out), copy=True)
+        arr = np.array(to_numpy(out), copy=True) if copy else np.asarray(to_numpy(out))
     except Exception as exc:
         return Returned(problem=f"result of type {type(out).__name__} is not array-like: {exc}")
     return Returned(dtype=dtype_name(out), array=arr)
