@@ -7,18 +7,15 @@ reason, never reported as passing.
 `nox -s tests` checks each kind's representative cases (`representative`: every convention,
 field variant and form in every dtype, the large tables and long contexts in float32);
 `nox -s matrix` (`--matrix full`, which CI runs too) checks the full case list (the large
-cases in every dtype, and the random cases, seeded so a run is repeatable). Most of the time is JIT
-compiling, which runs on one core: the verdicts are computed once, in two worker processes, by groups
-that share a backend and a kind (so one worker compiles a backend's kernels and imports it
-once), and each test reads its implementation's verdicts.
-The verdicts are `check`'s, in a process of the same interpreter and source tree (Numba's in
-this one, whose compiled kernels later tests reuse).
+cases in every dtype, and the random cases, seeded so a run is repeatable). The verdicts are
+computed once, in two worker processes that each take every other case of every kind (compiled
+kernels come from the machine's on-disk caches), and each test reads its implementation's
+verdicts. They are `check`'s, in a process of the same interpreter and source tree.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Sequence
 
@@ -38,11 +35,8 @@ BY_NAME = {impl.name: impl for impl in IMPLS}
 WORKERS = 2
 #: A case's time limit (verify's is 120 s): a first call that compiles (torch-compile's inductor
 #: builds C++ with g++ in a fresh environment, 17 s alone here) can pass 120 s when the matrix's
-#: three processes share two cores with the rest of the suite. Hangs are still caught.
+#: two processes share two cores with the rest of the suite. Hangs are still caught.
 TIMEOUT_S = 300.0
-#: Backends checked in this process meanwhile: the kernels they compile (per dtype, seconds
-#: each) are then compiled already for the test files that come after (test_rotary_*).
-HERE = ("numba",)
 
 
 def representative(kind: kinds.Kind) -> list[Any]:
@@ -59,51 +53,43 @@ def cases(matrix: str) -> dict[str, list[Any]]:
             for name, kind in kinds.KINDS.items()}
 
 
-def verdicts_of(names: Sequence[str], matrix: str) -> dict[str, list[Check]]:
-    """Each named implementation checked on every case of its kind's matrix (run in a worker),
-    case by case: every implementation on one case before the next, so that its reference and
-    tolerance are computed once (harness.core.checks keeps the last few)."""
+def verdicts_of(names: Sequence[str], matrix: str, share: int = 0,
+                shares: int = 1) -> dict[str, list[tuple[int, Check]]]:
+    """Each named implementation checked on its kind's cases number share, share + shares, ...
+    (run in a worker; (case number, verdict) pairs), case by case: every implementation of a kind
+    on one case before the next, so that its reference and tolerance are computed once
+    (harness.core.checks keeps the last few)."""
     specs = cases(matrix)
-    found: dict[str, list[Check]] = {name: [] for name in names}
+    found: dict[str, list[tuple[int, Check]]] = {name: [] for name in names}
     for kind in dict.fromkeys(BY_NAME[name].kind for name in names):
         mine = [name for name in names if BY_NAME[name].kind == kind]
-        for spec in specs[kind]:
+        for number in range(share, len(specs[kind]), shares):
             for name in mine:
-                found[name].append(check(BY_NAME[name], spec, TIMEOUT_S))
+                found[name].append((number, check(BY_NAME[name], specs[kind][number], TIMEOUT_S)))
     return found
-
-
-def groups(names: Sequence[str], matrix: str) -> list[list[str]]:
-    """The implementations by (backend, kind), the largest share of the matrix first."""
-    by_group: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for name in names:
-        by_group[(BY_NAME[name].backend, BY_NAME[name].kind)].append(name)
-    sizes = {name: len(specs) for name, specs in cases(matrix).items()}
-    return sorted(by_group.values(), key=lambda g: -len(g) * sizes[BY_NAME[g[0]].kind])
 
 
 @pytest.fixture(scope="session")
 def verdicts(request) -> dict[str, list[Check] | BaseException]:
-    """The verdicts of the implementations this session's tests ask for (computed on first use);
-    a worker that died leaves its exception as those implementations' entry."""
+    """The verdicts of the implementations this session's tests ask for (computed on first use),
+    in WORKERS processes that each check every implementation on every WORKERS-th case of its
+    kind (shares of equal work, and a case's reference computed in one process only, where a
+    share per backend computed each case's again for every backend); a worker that died leaves
+    its exception as every implementation's entry (`python -m harness verify` names the one)."""
     wanted = sorted({item.callspec.params["impl"].name for item in request.session.items
                      if item.originalname == "test_implementation_matches_reference"
                      and item.callspec.params["impl"].available})
     matrix = request.config.getoption("matrix")
-    parts = groups(wanted, matrix)
-    if len(parts) < 2:
-        return verdicts_of(wanted, matrix)
-    here = [part for part in parts if BY_NAME[part[0]].backend in HERE]
-    found: dict[str, list[Check] | BaseException] = {}
+    found: dict[str, list[tuple[int, Check]]] = {name: [] for name in wanted}
     with ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(verdicts_of, part, matrix): part for part in parts if part not in here}
-        found.update(verdicts_of([name for part in here for name in part], matrix))
-        for future, part in futures.items():
+        futures = [pool.submit(verdicts_of, wanted, matrix, share, WORKERS) for share in range(WORKERS)]
+        for future in futures:
             try:
-                found.update(future.result())
-            except Exception as exc:   # a crashed worker fails its implementations, not the run
-                found.update({name: exc for name in part})
-    return found
+                for name, pairs in future.result().items():
+                    found[name] += pairs
+            except Exception as exc:   # a crashed worker fails the implementations, not the run
+                return {name: exc for name in wanted}
+    return {name: [c for _, c in sorted(pairs, key=lambda p: p[0])] for name, pairs in found.items()}
 
 
 @pytest.mark.parametrize("impl", IMPLS, ids=lambda i: i.name)
