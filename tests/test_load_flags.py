@@ -233,3 +233,18 @@ def test_the_report_section_counts_flagged_cells_and_what_they_would_change(tmp_
 
     quiet = report_flags.section(Run(tmp_path, {}, frame([ok(cell("a", 1), 1e-3)]), verify("a")))
     assert "None: every timed cell ran with the cores it needed" in quiet
+
+
+def test_a_workload_whose_every_cell_stayed_flagged_is_named_as_unanswered(tmp_path):
+    """Under a busy core an all-core sweep can answer one workload of six: the top line and
+    answer.txt name the workloads left with no answer, so a one-row table is not read as the
+    run's whole answer."""
+    busy = frame([ok(cell("a", 2), 1e-3, others=1.0), ok(cell("b", 2), 2e-3, others=1.0)])
+    run = Run(tmp_path, {}, busy, verify("a", "b"))
+    assert summary.unanswered(busy, ()) == ["table"]
+    assert "**no answer for `table`**, every timed cell of theirs flagged" in \
+        summary.still_flagged(run)
+    assert summary.lines((), None, ["table"]) == [
+        "no answer for table: every timed cell flagged (report.md)"]
+    one_clean = frame([ok(cell("a", 2), 1e-3), ok(cell("b", 2), 2e-3, others=1.0)])
+    assert summary.unanswered(one_clean, ()) == []

@@ -82,7 +82,9 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
     title = markdown.heading(1, f"pe-harness benchmark report — {run.machine}")
     lead = (f"Run `{run.run_id}` at {run.env.get('time_utc', 'an unknown time')}, commit "
             f"`{sections.commit(run.env)[:12]}`; environment at the end.")
-    io.write_text(out / ANSWER, "".join(f"{line}\n" for line in summary.lines(found, run.verify)))
+    missing = summary.unanswered(run.bench, found)
+    io.write_text(out / ANSWER, "".join(f"{line}\n" for line in summary.lines(found, run.verify,
+                                                                             missing)))
     detail = markdown.join(
         sections.sources([run, *([base] if base else [])]),
         advice.recommendation(found, picks, run.bench, baseline, name, run.verify is not None),
@@ -95,7 +97,7 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
         extras.conventions(run, out), extras.precision(run, out), extras.files(run, out),
         sections.environment(run))
     return markdown.join(title, lead, extras.post_failures(run), summary.section(found, run.verify),
-                         summary.still_flagged(run), summary.contents(detail, out), detail)
+                         summary.still_flagged(run, found), summary.contents(detail, out), detail)
 
 
 def _errors(run: Run, name: str) -> dict[str, Optional[positions.Errors]]:

@@ -51,8 +51,10 @@ def chosen(found: Sequence[Answer]) -> list[Answer]:
     return [a for a in found if a.pick.dtype == first[(a.pick.workload, a.pick.device)]]
 
 
-def lines(found: Sequence[Answer], verify: Optional[pd.DataFrame]) -> list[str]:
-    """One line per workload (and device): each size regime's pick, threads, grade, speed-up."""
+def lines(found: Sequence[Answer], verify: Optional[pd.DataFrame],
+          missing: Sequence[str] = ()) -> list[str]:
+    """One line per workload (and device): each size regime's pick, threads, grade, speed-up;
+    then one for the workloads timed with no answer (`missing`: `unanswered`)."""
     by_key: dict[tuple[str, str, str], list[str]] = {}
     for a in chosen(found):
         p = a.pick
@@ -62,6 +64,8 @@ def lines(found: Sequence[Answer], verify: Optional[pd.DataFrame]) -> list[str]:
     for (workload, device, dtype), parts in by_key.items():
         where = f" on {device}" if device != "cpu" else ""
         out.append(f"{workload} ({dtype}{where}): " + "; ".join(parts))
+    if missing:
+        out.append(f"no answer for {', '.join(missing)}: every timed cell flagged (report.md)")
     return out
 
 
@@ -105,14 +109,32 @@ def _speedup(a: Answer) -> str:
     return fmt.ratio(a.speedup)
 
 
-def still_flagged(run: Run) -> str:
-    """Said once, at the top: how many cells stayed flagged, by which rules, and what to do."""
+def still_flagged(run: Run, found: Sequence[Answer] = ()) -> str:
+    """Said once, at the top: how many cells stayed flagged, by which rules, the workloads left
+    with no answer at all, and what to do."""
     marked, timed = flag_rules.flagged_count(run.bench)
     if not marked:
         return ""
+    missing = unanswered(run.bench, found)
+    lost = (f"; **no answer for {', '.join(f'`{w}`' for w in missing)}**, every timed cell of "
+            "theirs flagged" if missing else "")
     return (f"**{marked} of {timed} timed cells stayed flagged** "
             f"({flag_rules.why_flagged(run.bench)}, even when measured again) and are left out "
-            f"of the answer; {flag_rules.what_to_do(str(run.path))}.")
+            f"of the answer{lost}; {flag_rules.what_to_do(str(run.path))}.")
+
+
+def unanswered(bench: pd.DataFrame, found: Sequence[Answer]) -> list[str]:
+    """Workloads timed with no answer because every implementation cell of theirs timed ok is
+    flagged (a busy machine), in the order the sweep timed them: an answer table of one row must
+    not read as the whole run's."""
+    if bench.empty:
+        return []
+    timed = bench[(bench["status"] == "ok") & ~bench["is_roof"].astype(str).str.lower().isin(
+        ("true", "1"))]
+    marked = flag_rules.flagged(timed)
+    answered = {a.pick.workload for a in found}
+    return [w for w in dict.fromkeys(timed["workload"])
+            if w not in answered and marked[timed["workload"] == w].all()]
 
 
 def contents(detail: str, out: Path) -> str:
