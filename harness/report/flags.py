@@ -20,7 +20,7 @@ from harness.report import fmt, markdown
 from harness.report.load import Run
 from harness.report.measures import timed
 from harness.report.recommend import Recommendation, recommend
-from harness.runs.flags import LOAD_MARGIN, LOOKUP, THREAD_SLOWDOWN, flagged, kinds
+from harness.runs.flags import LOAD_MARGIN, LOOKUP, THREAD_SLOWDOWN, flagged, why_flagged
 from harness.util import units
 
 MAX_LISTED = 40
@@ -77,12 +77,7 @@ def _rules() -> str:
 
 def _flagged(marked: pd.DataFrame, ok: int, frame: pd.DataFrame,
              verify: Optional[pd.DataFrame]) -> list[str]:
-    counts = kinds(marked)
-    why = ", ".join(f"{n} {label}" for n, label in (
-        (counts["load"], "under load"), (counts["threads"], "slower with more threads"),
-        (counts["implausible"], "faster than a fill of the same bytes (implausible)"),
-        (counts["clock"], "timed by a clock that disagreed with bench's"),
-        (counts["inputs"], "results that did not follow their inputs")) if n)
+    why = why_flagged(marked)          # the words the console and the report's top use
     blocks = [f"**{_cells(len(marked))} of {ok} timed flagged** ({why}): rerun on a quieter "
               "machine to judge them."]
     blocks += _changed(recommend(frame, verify), recommend(frame, verify, include_flagged=True))
