@@ -143,3 +143,41 @@ def test_a_cell_whose_clock_or_inputs_were_caught_is_never_measured_again():
         caught = {**busy_row(c), verdict: f"{verdict}: caught"}     # noisy and loaded too
         retries.seen(caught, c, group=0)
     assert retries.due(1, final=True) == [] and retries.still_flagged() == {}
+
+
+def loaded_row(c, others_busy: float, cores: int = 2) -> dict:
+    """Timed while `others_busy` cores' worth of other processes ran."""
+    return row(c, Outcome("ok", median_s=1e-3, iqr_s=1e-5, others_busy=others_busy, cores=cores))
+
+
+def test_a_cell_flagged_for_load_at_all_cores_falls_back_to_the_cores_left():
+    """Under one busy core of two, every 2-thread cell is flagged: the same cell at 1 thread is
+    queued beside its retry, outside the retries' count bound, once."""
+    retries = Retries(1, clock=lambda: 0.0)          # a quarter of 1 cell: no room for retries
+    two = cell(64, 64, threads=2)
+    retries.seen(loaded_row(two, others_busy=1.0), two, group=0)
+    one = cell(64, 64, threads=1)
+    assert retries.due(0) == []                      # not back to back with its first try
+    assert retries.due(1) == [one]                   # the fallback, though retries have no room
+    assert retries.cell(one.key) == one
+    retries.seen(loaded_row(one, others_busy=1.0), one, group=1)   # 1 thread: clean
+    assert retries.due(2, final=True) == [] and not retries.pending
+    assert one.key not in retries.still_flagged() and two.key in retries.still_flagged()
+
+
+def test_no_fallback_where_the_cell_is_planned_or_the_cores_left_are_as_many():
+    two, one = cell(threads=2), cell(threads=1)
+    planned = Retries(10, clock=lambda: 0.0, planned=frozenset({one.key}))
+    planned.seen(loaded_row(two, others_busy=1.0), two, group=0)
+    assert planned.due(1) == [two]                   # its retry only: the 1-thread cell is planned
+    four = cell(threads=4)
+    light = Retries(10, clock=lambda: 0.0)
+    light.seen(loaded_row(four, others_busy=1.0, cores=4), four, group=0)
+    assert [c.threads for c in light.due(1)] == [3, 4]
+
+
+def test_the_threads_left_follow_the_load_rule():
+    assert remeasure.fewer_threads({"cores": 2, "others_busy": 1.0}, 2) == 1
+    assert remeasure.fewer_threads({"cores": 2, "others_busy": 2.0}, 2) == 1   # at least one
+    assert remeasure.fewer_threads({"cores": 8, "others_busy": 2.2}, 8) == 6
+    assert remeasure.fewer_threads({"cores": 8}, 8) == 4           # load average only: halve

@@ -25,18 +25,25 @@ sweep (`contenders_only`) a cell only noisy is measured again only where an answ
 could move: within CLOSE times the fastest of its cell measured so far, or the usual
 choice (harness.bench.prune.close_to_fastest); a quiet run measured a quarter of its
 cells again for noise, half of them far behind.
+
+A cell flagged for load at several threads also gets a *fallback*: the same cell at
+as many threads as the load left free (`fewer_threads`), queued with the retries but
+outside their bounds (at most one per planned cell, so a run under steady load takes
+at most twice its cells). Under one busy core of two every 2-thread cell is flagged,
+and a run that times only 2 threads (`--quick`) answered one workload of six; with
+the fallback it answers each at 1 thread, and says so.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from harness.bench.cells import Cell
 from harness.bench.prune import close_to_fastest
-from harness.runs.flags import Running
+from harness.runs.flags import LOAD_MARGIN, Running
 from harness.util.units import NOISY_IQR
 
 #: Measurements of one cell at most (the first one included).
@@ -81,6 +88,10 @@ class Retries:
     contenders_only: bool = False
     rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)   # key -> newest row
     measured: int = 0       # rows seen that measured something (not a skip): the time per cell
+    #: the keys of the planned cells: a fallback is queued only where none is planned
+    planned: frozenset[str] = frozenset()
+    fallbacks: dict[str, tuple[Cell, int]] = field(default_factory=dict)  # key -> (cell, group)
+    extra: dict[str, Cell] = field(default_factory=dict)   # key -> fallback cell (queued or run)
 
     def __post_init__(self) -> None:
         if self.started < 0:
@@ -100,10 +111,39 @@ class Retries:
             self.why.pop(key, None)
         if reason and cell is not None and self.attempts[key] < self.max_attempts:
             self.waiting[key] = (cell, group)
+        if reason.startswith("load") and cell is not None:
+            self._fall_back(row, cell, group)
+
+    def _fall_back(self, row: Mapping[str, Any], cell: Cell, group: int) -> None:
+        """Queue `cell` at the threads the load left free, unless planned or queued already."""
+        threads = fewer_threads(row, cell.threads)
+        if threads >= cell.threads:
+            return
+        fallback = replace(cell, threads=threads)
+        if fallback.key in self.planned or fallback.key in self.extra:
+            return
+        self.extra[fallback.key] = fallback
+        self.fallbacks[fallback.key] = (fallback, group)
+
+    def cell(self, key: str) -> Cell | None:
+        """The fallback cell of `key`, if this object queued one."""
+        return self.extra.get(key)
+
+    @property
+    def pending(self) -> bool:
+        """Whether cells are queued: retries or fallbacks."""
+        return bool(self.waiting or self.fallbacks)
 
     def due(self, group: int, final: bool = False) -> list[Cell]:
-        """The queued cells to measure now, after group number `group` ended: those queued
-        before it (or all, at the end), within the bound; the rest wait or are dropped."""
+        """The queued cells to measure now, after group number `group` ended: the fallbacks
+        queued before it (or all, at the end), then the retries, within their bound."""
+        ready = [c for key, (c, queued) in self.fallbacks.items() if final or queued < group]
+        for cell in ready:
+            self.fallbacks.pop(cell.key)
+        return ready + self._retries(group, final)
+
+    def _retries(self, group: int, final: bool) -> list[Cell]:
+        """The retries due now (see `due`); the rest wait or are dropped."""
         if not self.allowed():
             self.waiting.clear()
             return []
@@ -150,6 +190,15 @@ class Retries:
     def still_flagged(self) -> dict[str, str]:
         """key -> why, for the cells whose newest row is still flagged or noisy."""
         return dict(self.why)
+
+
+def fewer_threads(row: Mapping[str, Any], threads: int) -> int:
+    """The threads a cell flagged for load at `threads` could have had to itself: the cores
+    the other processes left free (harness.runs.flags.load_flag's rule), at least one."""
+    cores, others = _number(row.get("cores")), _number(row.get("others_busy"))
+    if not cores or others is None:
+        return max(1, threads // 2)       # load average only: halve
+    return max(1, min(threads, math.floor(cores - others + LOAD_MARGIN)))
 
 
 def interleave(cells: Iterable[Cell]) -> list[Cell]:

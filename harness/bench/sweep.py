@@ -153,14 +153,15 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
         console.say(line, screen=False)
     console.more_cells(sum(len(g.cells) for g in todo), [c for g in todo for c in g.cells])
     by_key = {c.key: c for c in cells.cells}
-    retries = Retries(len(cells.cells), opts.attempts, contenders_only=opts.limits.prune)
+    retries = Retries(len(cells.cells), opts.attempts, contenders_only=opts.limits.prune,
+                      planned=frozenset(by_key) | done)
     number = [0]                        # the group now running (retries wait for a later one)
     for old in earlier:                 # --resume: a cell still flagged is measured again
         retries.seen(old, by_key.get(old["key"]), -1)
 
     def on_row(new: dict[str, Any]) -> None:
         console.cell(new)
-        retries.seen(new, by_key.get(new["key"]), number[0])
+        retries.seen(new, by_key.get(new["key"]) or retries.cell(new["key"]), number[0])
 
     limits = opts.limits
     if limits.budget_s is not None:
@@ -173,8 +174,10 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
         if not cells_now:
             return
         console.more_cells(len(cells_now), cells_now)
-        console.say(f"bench: measuring {len(cells_now)} cell(s) again, flagged for load or noise",
-                    screen=console.verbose)
+        fewer = sum(c.key in retries.extra for c in cells_now)
+        console.say(f"bench: measuring {len(cells_now)} cell(s) again, flagged for load or noise"
+                    + (f" ({fewer} at fewer threads: the load left fewer cores free)"
+                       if fewer else ""), screen=console.verbose)
         start = time.monotonic()
         for group in groups(cells_now, opts.grid.full):
             if limits.deadline is not None and time.time() >= limits.deadline:
@@ -193,7 +196,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
             write_csv(run_dir)
             number[0] += 1
             again(retries.due(number[0]))
-        while retries.waiting:
+        while retries.pending:
             number[0] += 1
             again(retries.due(number[0], final=True))
         supervisor.close()
