@@ -211,6 +211,21 @@ def test_console_and_report_give_one_count_of_flagged_cells_roofs_and_narrower_f
     assert "**2 cells of 3 timed flagged** (2 under load)" in report_flags.section(run, narrower)
 
 
+def test_console_and_report_say_which_flagged_cells_were_answered_at_fewer_threads(tmp_path):
+    """Under one busy core, a 2-thread cell flagged for load timed again at 1 thread (the sweep's
+    fallback) still has an answer: both ends say so, and count it once."""
+    rows = [ok(cell("a", 2), 1e-3, others=1.0), ok(cell("a", 1), 2e-3, others=1.0),
+            ok(cell("b", 2), 1e-3, others=1.0)]
+    bench = frame(rows)
+    said = "1 of them answered at fewer threads instead"
+    assert flag_rules.answered_at_fewer(bench) == said
+    assert closing(bench)[:2] == ["bench: 2 of 3 timed cells stayed flagged, left out of the answers:",
+                                  f"  2 under load; {said};"]
+    run = Run(tmp_path, {}, bench, verify("a", "b"))
+    assert f"answer; {said}; to measure" in summary.still_flagged(run)
+    assert flag_rules.answered_at_fewer(frame(rows[:1] + rows[2:])) == ""
+
+
 def test_the_report_section_counts_flagged_cells_and_what_they_would_change(tmp_path):
     bench = issue_run(14e-3)
     run = Run(tmp_path, {}, bench, verify("numba-x", "torch-y", "slow-z"))

@@ -225,8 +225,9 @@ def closing(frame: pd.DataFrame, run_dir: Optional[Path] = None) -> list[str]:
                      "and values): see `reason` in bench.csv")
     marked, timed = flag_rules.flagged_count(frame)
     if marked:
+        fewer = flag_rules.answered_at_fewer(frame)
         lines += [f"bench: {marked} of {timed} timed cells stayed flagged, left out of the answers:",
-                  f"  {flag_rules.why_flagged(frame)};",
+                  f"  {flag_rules.why_flagged(frame)}" + (f"; {fewer}" if fewer else "") + ";",
                   "  " + flag_rules.what_to_do(str(run_dir) if run_dir is not None else "RUN_DIR")]
     return lines
 

@@ -118,9 +118,11 @@ def still_flagged(run: Run, found: Sequence[Answer] = ()) -> str:
     missing = unanswered(run.bench, found)
     lost = (f"; **no answer for {', '.join(f'`{w}`' for w in missing)}**, every timed cell of "
             "theirs flagged" if missing else "")
+    fewer = flag_rules.answered_at_fewer(run.bench)
     return (f"**{marked} of {timed} timed cells stayed flagged** "
             f"({flag_rules.why_flagged(run.bench)}, even when measured again) and are left out "
-            f"of the answer{lost}; {flag_rules.what_to_do(str(run.path))}.")
+            f"of the answer{lost}" + (f"; {fewer}" if fewer else "")
+            + f"; {flag_rules.what_to_do(str(run.path))}.")
 
 
 def unanswered(bench: pd.DataFrame, found: Sequence[Answer]) -> list[str]:

@@ -190,6 +190,23 @@ def why_flagged(frame: pd.DataFrame) -> str:
     return ", ".join(f"{n} {SHORT[kind]}" for kind, n in counts.items() if n)
 
 
+def answered_at_fewer(frame: pd.DataFrame) -> str:
+    """Of the implementation cells flagged for load, those whose same cell at fewer threads is
+    timed ok and unflagged (harness.bench.remeasure's fallback), in words for the lines that give
+    flagged_count ('' when none): those cells still have an answer, at fewer threads."""
+    if frame.empty:
+        return ""
+    column = frame["flags"] if "flags" in frame.columns else flags(frame)
+    ok, marked = _timed_ok(frame), flagged(frame)
+    loaded = column.fillna("").astype(str).str.contains("(?:^|; )load:", regex=True)
+    keys = _sibling_keys(frame)
+    threads = pd.to_numeric(frame["threads"], errors="coerce").fillna(1)
+    fewest = threads[ok & ~marked].groupby(keys[ok & ~marked]).min()
+    lost = frame.index[ok & loaded]
+    count = sum(1 for i in lost if fewest.get(keys[i], threads[i]) < threads[i])
+    return f"{count} of them answered at fewer threads instead" if count else ""
+
+
 #: Each rule's few words, for why_flagged.
 SHORT = {"load": "under load", "threads": "slower with more threads",
          "implausible": "faster than a fill (implausible)", "clock": "with a disagreeing clock",
