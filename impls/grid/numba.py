@@ -1,12 +1,15 @@
-"""Numba grid: each axis's table once, then one parallel pass writing every row once.
+"""Numba grid: each axis's table rows, then every row written once, in one parallel region.
 
 Why it is fast: a grid of h x w cells needs only (h + w) x d/2 sin/cos pairs, not h x w x d/2.
-The kernel computes those per-axis tables first, straight into the output dtype (a few hundred
-KiB that stay in L2), then each thread takes a contiguous run of (t, y) units and copies each
-axis's block of every row into place (impls/grid/_copy.py: streaming stores for grids of 16 MiB
-and more, else memcpy), fencing its streaming stores once at its end: no transcendental and no
-division in the row pass, every output element stored once. So the call is a fill's worth of
-stores plus the small tables.
+Each thread takes a contiguous run of (t, y) units, computes the per-axis table rows that run
+touches (all of the last axis, its own range of the others) into its own scratch, straight
+into the output dtype (a few hundred KiB that stay in L2), then copies each axis's block of
+every row into place (impls/grid/_copy.py: streaming stores for grids of 16 MiB and more, else
+memcpy), fencing its streaming stores once at its end: no transcendental and no division in
+the row pass, every output element stored once. So the call is a fill's worth of stores plus
+the small tables, and one fork/join, as the fill: with the tables in a parallel region of
+their own (and the `extra` rows in a third) a thread descheduled at any of three joins
+stalled the call, and under load the two-thread grid took 3x the fill (docs/fast.md).
 
 The tables: below float64, a float64 angle reduced once for sin and cos and float32 polynomials
 (impls/_numba_sincos.py: a few float32 ulps at any coordinate, vectorised, ~1 ns a pair),
@@ -40,6 +43,9 @@ AXES = 3
 #: 16384 x 768 float16 (24 MiB, below the 32 MiB L3) streamed took 1.5-1.6 ms against 2.5 cached
 #: and 1.1-1.2 for bench's streaming fill (one thread, CPU time; docs/fast.md).
 STREAM_BYTES = 16 << 20
+#: Runs of the row pass per thread: one, so each thread computes the axis-table rows its run
+#: needs once (tests raise it to cut runs across the leading axes' boundaries).
+RUNS_PER_THREAD = 1
 
 
 @functools.cache
@@ -61,38 +67,46 @@ def _jit(dtype: str) -> SimpleNamespace:
             first[k] = store(s)
             second[k] = store(c)
 
+    @cached_njit(inline="always")
+    def span(u0, u1, n1):
+        """The index range [lo, hi] of the two leading axes that units u0 .. u1 - 1 touch."""
+        t0, t1 = u0 // n1, (u1 - 1) // n1
+        y0, y1 = (u0 % n1, (u1 - 1) % n1) if t0 == t1 else (0, n1 - 1)
+        return t0, t1, y0, y1
+
     @cached_njit(parallel=True, fastmath={"contract"})
-    def fill(out, tables, pos, freq, sizes, halves, segs, interleaved, cos_first, extra, threads, stream):
-        """tables[a, i] = axis a's embedding of index i; out[extra + r] = the blocks of r's point."""
-        total = sizes[0] + sizes[1] + sizes[2]
-        for q in numba.prange(total):
-            a, before = 0, 0
-            while q - before >= sizes[a]:
-                before += sizes[a]
-                a += 1
-            i, h = q - before, halves[a]
-            row = tables[a, i]
-            if interleaved:
-                evens, odds = row[0:2 * h:2], row[1:2 * h:2]
-                sins, coss = (odds, evens) if cos_first else (evens, odds)
-            else:
-                sins, coss = (row[h:2 * h], row[:h]) if cos_first else (row[:h], row[h:2 * h])
-            axis_row(sins, coss, pos[a, i], freq[a], h)
+    def fill(out, scratch, pos, freq, sizes, halves, segs, interleaved, cos_first, extra, runs, stream):
+        """out[extra + r] = the blocks of r's point, from the axis tables each run computes into
+        its own scratch[run] (only the rows its units touch); one parallel region per call."""
         width, units = out.shape[1], sizes[0] * sizes[1]
-        for r in numba.prange(extra):
-            out[r, :] = 0
-        # a unit is one (t, y): its sizes[2] rows, contiguous, x by x, each block one copy (no
-        # division per row); each thread takes a contiguous run of units and fences its
-        # streaming stores once at the end
-        runs = max(1, min(threads, units))
         for run in numba.prange(runs):
-            for unit in range(run * units // runs, (run + 1) * units // runs):
+            if run == 0:
+                for r in range(extra):
+                    out[r, :] = 0
+            u0, u1 = run * units // runs, (run + 1) * units // runs
+            tables = scratch[run]
+            if u0 < u1:
+                t0, t1, y0, y1 = span(u0, u1, sizes[1])
+                for a in range(AXES):
+                    lo = t0 if a == 0 else y0 if a == 1 else 0
+                    hi = t1 if a == 0 else y1 if a == 1 else sizes[2] - 1
+                    h = halves[a]
+                    for i in range(lo, hi + 1):
+                        row = tables[a, i]
+                        if interleaved:
+                            evens, odds = row[0:2 * h:2], row[1:2 * h:2]
+                            sins, coss = (odds, evens) if cos_first else (evens, odds)
+                        else:
+                            sins, coss = (row[h:2 * h], row[:h]) if cos_first else (row[:h], row[h:2 * h])
+                        axis_row(sins, coss, pos[a, i], freq[a], h)
+            # a unit is one (t, y): its sizes[2] rows, contiguous, x by x, each block one copy (no
+            # division per row); the run fences its streaming stores once at its end
+            for unit in range(u0, u1):
                 first, t, y = extra + unit * sizes[2], unit // sizes[1], unit % sizes[1]
                 for x in range(sizes[2]):
-                    point = (t, y, x)
                     for s in range(segs.shape[0]):
                         a, start, local, length = segs[s, 0], segs[s, 1], segs[s, 2], segs[s, 3]
-                        i = point[0] if a == 0 else point[1] if a == 1 else point[2]
+                        i = t if a == 0 else y if a == 1 else x
                         move(out, (first + x) * width + start, tables,
                              (a * tables.shape[1] + i) * tables.shape[2] + local, length, stream)
             if stream:
@@ -115,6 +129,12 @@ def _arguments(spec: GridSpec) -> tuple:
     return pos, freq, sizes, halves, segs, spec.layout == "interleaved", spec.cos_first, spec.extra
 
 
+def run_count(threads: int, spec: GridSpec) -> int:
+    """How many contiguous runs of (t, y) units the row pass is cut into: one per thread."""
+    units = spec.rows - spec.extra
+    return max(1, min(threads * RUNS_PER_THREAD, units // spec.grid[-1]))
+
+
 def _build(spec: GridSpec, recycle: bool):
     kernel = _jit(spec.dtype).fill
     arguments = _arguments(spec)
@@ -123,16 +143,15 @@ def _build(spec: GridSpec, recycle: bool):
     sizes, halves = arguments[2], arguments[3]
     table_shape = (AXES, int(sizes.max()), 2 * max(1, int(halves.max())))
     warm = GridSpec((1, 1), 4, dtype=spec.dtype)   # compiles for this dtype, untimed
-    kernel(np.empty((1, 4), dtype), np.empty((AXES, 1, 2), dtype), *_arguments(warm), 1, True)
+    kernel(np.empty((1, 4), dtype), np.empty((1, AXES, 1, 2), dtype), *_arguments(warm), 1, True)
     shape = (spec.rows, spec.d_model)
     import numba
 
     empty = outputs(shape, dtype, recycle)   # 32-byte aligned, as streaming stores need
 
     def table():
-        out = empty()
-        kernel(out, np.empty(table_shape, dtype), *arguments, numba.get_num_threads(),
-               out.nbytes >= STREAM_BYTES)
+        out, count = empty(), run_count(numba.get_num_threads(), spec)
+        kernel(out, np.empty((count, *table_shape), dtype), *arguments, count, out.nbytes >= STREAM_BYTES)
         return result(out)
 
     return table
