@@ -167,6 +167,55 @@ def test_vector_tile_paths_write_the_same_exact_table(dtype, d, monkeypatch):
     assert np.all(np.abs(got - reference(spec)) <= exact_tolerance(spec))
 
 
+def test_paired_bfloat16_store_rounds_ties_to_even():
+    """The paired store on values whose low 16 bits are the rounding's edges (ties, one either
+    side, with bit 16 even and odd): the same bits as the bfloat16 encoding, in column order."""
+    from harness.impls._numba_half import Storage
+    from harness.impls.table._tile import PAIRED, WIDTH, paired_order, tile
+
+    rows = tile(PAIRED)
+
+    @numba.njit
+    def write(out, X, Y, P, Q):
+        rows(out, 0, X, Y, 0, X.shape[0], P, Q, False)
+
+    rng = np.random.default_rng(3)
+    high = rng.integers(0x0080, 0x7F00, 64, dtype=np.uint32) | np.uint32(0x8000) * rng.integers(0, 2, 64, dtype=np.uint32)
+    low = np.array([0x0000, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0x1234], np.uint32)
+    bits = ((high[:, None] << np.uint32(16)) | low[None, :]).reshape(-1, 2 * WIDTH)
+    values = bits.view(np.float32)
+    order = paired_order(values.shape[1])
+    X = np.ascontiguousarray(values[:, order])
+    Y, P, Q = np.zeros_like(X), np.ones(X.shape[1], np.float32), np.zeros(X.shape[1], np.float32)
+    out = np.zeros(X.shape, np.uint16)
+    write(out, X, Y, P, Q)
+    assert np.array_equal(out, Storage("bfloat16").encode(values))
+
+
+@pytest.mark.parametrize("fields", [{}, {"layout": "concat", "cos_first": True, "freq_shift": 1}])
+@pytest.mark.parametrize("d", [16, 64])
+def test_paired_bfloat16_rows_are_the_plain_rows_bits(d, fields, monkeypatch):
+    """A bfloat16 table's paired store (columns permuted in, put back in order by a word blend,
+    impls/table/_tile.py) writes the plain store's bits, streamed and cached, float32 and
+    float64 arithmetic; and the registered table takes that path."""
+    from harness.impls.table import numba_fast
+    from harness.util.memory import aligned_owner
+
+    monkeypatch.setattr(numba_fast, "STREAM_BYTES", 0)
+    spec = Spec(3 * BLOCK + 5, d, offset=70001, dtype="bfloat16", **fields)
+    shape, plain = (1, spec.length, d), {}
+    for arithmetic in (np.float32, np.float64):
+        runs = [numba_fast._sweeper(spec, np.dtype(arithmetic), paired=p) for p in (False, True)]
+        for skip in (0, 2):   # bytes past a 64-byte boundary: 0 streamed, 2 cached
+            owner = aligned_owner(shape, np.uint16, 64)
+            start = -owner.ctypes.data % 64 + skip
+            out = owner[start:start + 2 * spec.length * d].view(np.uint16).reshape(shape)
+            plain[arithmetic] = runs[0](np.zeros(shape, np.uint16))
+            assert np.array_equal(runs[1](out), plain[arithmetic])
+    table = to_numpy(REGISTRY.get("numba-angleadd").build(spec)())   # bfloat16 values as float32
+    assert np.array_equal(table, (plain[np.float32][0].astype(np.uint32) << 16).view(np.float32))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 @pytest.mark.parametrize("d", [8, 40, 64])
 def test_forward_vector_row_is_the_scalar_sum_rounded_once(dtype, d, monkeypatch):

@@ -5,7 +5,8 @@ L1/L2 (a block-start row P, Q of width d and a [block, d] table X, Y) and one
 store into the preallocated output; no transcendental, no temporary, no copy.
 A table's rows are written by an explicit-vector loop (impls/table/_tile.py) into output
 memory aligned to 32 bytes, by streaming stores when the table is at least the last-level
-cache's size (no read for ownership), each thread fencing them once at its end.
+cache's size (no read for ownership), each thread fencing them once at its end; a bfloat16
+table's columns are computed in the tile's paired order (`_sweeper(paired=True)`).
 One thread faults the output's pages in (`first_touch`) when several will write it (one
 thread faults them as it writes), then threads take contiguous runs of blocks.
 A block's start row (P, Q) is one angle-addition step, by float64 tables computed directly
@@ -45,7 +46,7 @@ from .._numba_half import DTYPES, HALF_DTYPES, Storage, codecs
 from ._assemble import EVERY_CONVENTION as CONVENTIONS
 from ._angle_addition import column_steps
 from ._add_row import add_row
-from ._tile import STREAM_ALIGN, WIDTH, fence, tile
+from ._tile import PAIRED, STREAM_ALIGN, WIDTH, fence, paired_order, tile
 from .._numba_cache import njit as cached_njit
 
 #: Rows per block: X, Y of 32 x 1024 float32 is 256 KiB, resident in L2 while a block is written.
@@ -67,15 +68,16 @@ EVERY_CONVENTION = replace(CONVENTIONS, dtypes=DTYPES)   # fuse a*b + c into an 
 
 
 @functools.cache
-def _jit(dtype: str = "float32") -> SimpleNamespace:
+def _jit(dtype: str = "float32", paired: bool = False) -> SimpleNamespace:
     """Compile the kernels once per process and codec (numba is imported only here): float32
-    and float64 share one set, each half dtype has its own, its store and load inlined."""
+    and float64 share one set, each half dtype has its own, its store and load inlined;
+    `paired`: a bfloat16 table's rows by the paired store (columns in `paired_order`)."""
     import numba
 
     njit = cached_njit(fastmath=FASTMATH)
     codec = codecs()[dtype]
     store, load = codec.store, codec.load
-    rows = tile(dtype if dtype in HALF_DTYPES else "native")   # its output dtype's vector store
+    rows = tile(PAIRED if paired else dtype if dtype in HALF_DTYPES else "native")   # its vector store
     add = add_row(dtype if dtype in HALF_DTYPES else "native")   # a forward's row, likewise
     sfence = fence()
 
@@ -168,13 +170,19 @@ def _work(spec: Spec) -> np.dtype:
     return np.dtype(np.float32 if spec.dtype in HALF_DTYPES else spec.dtype)
 
 
-def _sweeper(spec: Spec, arithmetic: np.dtype):
-    """Factory body shared by table and forward: compile for these types now, return run(out, x)."""
+def _sweeper(spec: Spec, arithmetic: np.dtype, paired: bool = False):
+    """Factory body shared by table and forward: compile for these types now, return run(out, x).
+    `paired` (a bfloat16 table, d a multiple of WIDTH): every per-column input in `paired_order`,
+    so that each block's rows, computed column by column, come out in the order the paired
+    store takes (impls/table/_tile.py)."""
     import numba
 
-    kernels = _jit(spec.dtype if spec.dtype in HALF_DTYPES else "float32")
+    kernels = _jit(spec.dtype if spec.dtype in HALF_DTYPES else "float32", paired)
     steps = column_steps(spec)
     w, a, b = steps.column_w, steps.a, steps.b
+    if paired:
+        order = paired_order(spec.d_model)
+        w, a, b = w[order], a[order], b[order]
     exact = spec.dtype == "float64"
     block = min(BLOCK_EXACT if exact else BLOCK, spec.length)
 
@@ -221,7 +229,7 @@ def outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.nda
 
 
 def _build_table(spec: Spec, arithmetic: np.dtype, recycle: bool = False):
-    run = _sweeper(spec, arithmetic)
+    run = _sweeper(spec, arithmetic, paired=spec.dtype == "bfloat16" and spec.d_model % WIDTH == 0)
     _warm(run, spec)
     storage = Storage(spec.dtype)
     output, result = outputs((spec.length, spec.d_model), storage.kernel, recycle), storage.result()
