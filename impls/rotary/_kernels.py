@@ -11,9 +11,11 @@ kernels (_apply_kernels.py) stream q and k through the same per-block cos/sin.
 
 Every dtype runs the same kernels: a `Codec` (impls/_numba_half.py) stores each value and loads
 each input, the identity for float32 and float64; float16 and bfloat16 arrays are their uint16
-bits, computed in float32 (scratch and tables) and rounded once on the store. A half-precision
-cache row is written by explicit vector IR (_vector_rows.py): as Numba loops, the runtime alias
-checks and loop scaffolding of each 256-byte row cost more than its arithmetic and stores.
+bits, computed in float32 (scratch and tables) and rounded once on the store. A float32 or
+half-precision cache row is written by explicit vector IR (_vector_rows.py): as Numba loops, the
+runtime alias checks and loop scaffolding of each 256-byte row cost more than its arithmetic and
+stores. A cache larger than the last-level cache is computed a few rows at a time into a
+per-thread scratch in L1 and copied out by streaming stores (no read of each output line first).
 """
 
 from __future__ import annotations
@@ -65,18 +67,21 @@ def common() -> SimpleNamespace:
 
 @functools.cache
 def kernels(dtype: str = "float32") -> SimpleNamespace:
-    """The cache kernel, compiled once per process and codec: float32 and float64 share one
-    set, each half dtype has its own, with its store inlined."""
+    """The cache kernel, compiled once per process and dtype: float32 and the half dtypes write
+    rows as vector IR (_vector_rows.py), float64 by Numba loops; each with its store inlined."""
     import numba
     import numpy as np
 
     from .._numba_half import HALF_DTYPES, codecs
-    from ._vector_rows import cache_row
+    from ..grid._copy import copy
+    from ..table._tile import fence
+    from ._vector_rows import cache_rows_at
 
     store = codecs()[dtype].store
-    half = dtype in HALF_DTYPES
-    half_row, pairs_row = (cache_row(dtype, False), cache_row(dtype, True)) if half else (None, None)
-    half_two, pairs_two = (cache_row(dtype, False, 2), cache_row(dtype, True, 2)) if half else (None, None)
+    vector = dtype in HALF_DTYPES or dtype == "float32"   # rows as _vector_rows.py's IR loops
+    half_row, pairs_row, half_two, pairs_two = ((cache_rows_at(dtype, layout, rows) for rows in (1, 2)
+                                                 for layout in (False, True)) if vector else (None,) * 4)
+    nt_copy, sfence = copy(), fence()
     shared = common()
     angle_row, chunks = shared.angle_row, shared.chunks
     njit = cached_njit(fastmath=FASTMATH)
@@ -120,45 +125,69 @@ def kernels(dtype: str = "float32") -> SimpleNamespace:
             first, second = (2 * f, 2 * f + 1) if interleaved else (f, n + f)
             oc[first], oc[second], os[first], os[second] = cv, cv, sv, sv
 
-    @njit
-    def half_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved):
-        """Rows p0:p1 of a half-precision cache, in one vector loop per row (_vector_rows.py:
-        16 lanes of cos and sin, rounded once, all four copies stored, no alias checks), two
-        rows at once where consecutive positions share a coarse row (its a, b loaded once for
-        both), then the n_freq % 8 frequencies left, if any, one by one."""
+    @njit(inline="always")
+    def vector_rows(out_c, out_s, index, p0, p1, tables, interleaved, bc, bs):
+        """Rows p0:p1 of a float32 or half-precision cache, in one vector loop per row
+        (_vector_rows.py: 16 lanes of cos and sin, rounded once, all four copies stored, no
+        alias checks), two rows at once where consecutive positions share a coarse row (its
+        a, b loaded once for both), then the n_freq % 8 frequencies left, if any, one by one.
+        With a scratch (bc, bs: `stream` rows, else empty) rows go there, and each time it is
+        full (and at p1) it is copied out by streaming stores (impls/grid/_copy.py)."""
         step, cc, sc, cf, sf = tables
-        n, shift = cc.shape[1], 0
+        n, shift, stream, width = cc.shape[1], 0, bc.shape[0], out_c.shape[1]
         while (1 << shift) < step:
             shift += 1
+        into_c, into_s = (bc, bs) if stream else (out_c, out_s)
+        base, room = (p0, stream) if stream else (0, p1)   # row i goes to into_c[i - base]
         i = p0
         while i < p1:   # a shift for a power-of-two step: a division per row cost 10%
+            if i - base == room:
+                nt_copy(out_c, base * width, bc, 0, stream * width, True)
+                nt_copy(out_s, base * width, bs, 0, stream * width, True)
+                base = i
             q = index[i] >> shift if (1 << shift) == step else index[i] // step
-            r = index[i] - q * step
-            a, b = cc[q], sc[q]
-            if i + 1 < p1 and r + 1 < step and index[i + 1] == index[i] + 1:
-                oc, os, x, y = out_c[i:i + 2], out_s[i:i + 2], cf[r:r + 2], sf[r:r + 2]
-                done = pairs_two(oc, os, a, b, x, y) if interleaved else half_two(oc, os, a, b, x, y)
-                for k in range(2):
-                    half_tail(oc[k], os[k], a, b, x[k], y[k], done, n, interleaved)
+            r, j = index[i] - q * step, i - base
+            if i + 1 < p1 and j + 1 < room and r + 1 < step and index[i + 1] == index[i] + 1:
+                if interleaved:
+                    done = pairs_two(into_c, into_s, j, cc, sc, q, cf, sf, r)
+                else:
+                    done = half_two(into_c, into_s, j, cc, sc, q, cf, sf, r)
+                if done < n:
+                    for k in range(2):
+                        half_tail(into_c[j + k], into_s[j + k], cc[q], sc[q], cf[r + k], sf[r + k], done, n,
+                                  interleaved)
                 i += 2
             else:
-                oc, os, x, y = out_c[i], out_s[i], cf[r], sf[r]
-                done = pairs_row(oc, os, a, b, x, y) if interleaved else half_row(oc, os, a, b, x, y)
-                half_tail(oc, os, a, b, x, y, done, n, interleaved)
+                if interleaved:
+                    done = pairs_row(into_c, into_s, j, cc, sc, q, cf, sf, r)
+                else:
+                    done = half_row(into_c, into_s, j, cc, sc, q, cf, sf, r)
+                if done < n:
+                    half_tail(into_c[j], into_s[j], cc[q], sc[q], cf[r], sf[r], done, n, interleaved)
                 i += 1
+        if stream:
+            nt_copy(out_c, base * width, bc, 0, (p1 - base) * width, True)
+            nt_copy(out_s, base * width, bs, 0, (p1 - base) * width, True)
 
-    cache_rows = half_rows if dtype in HALF_DTYPES else native_rows
-
-    def cache(out_c, out_s, index, tables, interleaved, work, threads):
+    def cache(out_c, out_s, index, tables, interleaved, work, stream, threads):
         """Row p of the cos/sin cache is position offset + index[p]; `work`: an empty array of
-        the dtype the cos/sin are computed in; `threads`: numba's thread count (`run`)."""
+        the dtype the cos/sin are computed in; `stream`: 0, or rows a thread writes into its
+        L1 scratch before copying them out by streaming stores (float32 and half dtypes: see
+        numba.py's `streamed_rows`); `threads`: numba's thread count (`run`)."""
         nblocks = (index.size + BLOCK - 1) // BLOCK
         nchunks, per, nblocks = chunks(nblocks, threads)
+        width = out_c.shape[1]
         for t in numba.prange(nchunks):
             c, s = np.empty(tables[1].shape[1], work.dtype), np.empty(tables[1].shape[1], work.dtype)
+            bc, bs = np.empty((stream, width), out_c.dtype), np.empty((stream, width), out_s.dtype)
             for blk in range(t * per, min(nblocks, (t + 1) * per)):
-                cache_rows(out_c, out_s, index, blk * BLOCK, min(index.size, (blk + 1) * BLOCK), tables,
-                           c, s, interleaved)
+                p0, p1 = blk * BLOCK, min(index.size, (blk + 1) * BLOCK)
+                if vector:
+                    vector_rows(out_c, out_s, index, p0, p1, tables, interleaved, bc, bs)
+                else:
+                    native_rows(out_c, out_s, index, p0, p1, tables, c, s, interleaved)
+            if stream:   # this thread's streaming stores, ordered before the join
+                sfence()
 
     return SimpleNamespace(cache=njit(parallel=True)(cache))
 

@@ -10,7 +10,8 @@ in float32 (the same `contract` multiply-adds as the Numba loops: bit-identical)
 once to the half dtype (no NaN check: the tables are finite and at most 1 in magnitude) and
 stores all four copies as 32-byte stores ("half": columns f and n + f; "interleaved": 2f and
 2f + 1, lanes duplicated by a shuffle): no alias checks, no copy pass, no scalar tail unless
-n_freq % 8. Two rows that share a coarse row are written by one call, a and b loaded once.
+n_freq % 8. Two rows that share a coarse row are written by one call, a and b loaded once. float32 rows are
+the same loop without the rounding.
 
 `cache_row(dtype, interleaved, rows)` is an intrinsic `(oc, os, a, b, x, y) -> lanes done`: the
 caller stores frequencies from `lanes done` to n_freq itself (none when n_freq % 8 == 0).
@@ -67,83 +68,135 @@ def _paired_bf16_bits(builder, value):
     return builder.bitcast(both, ir.VectorType(ir.IntType(16), WIDE))
 
 
+def _cache_steps(builder, dtype: str, interleaved: bool, lanes: int, start, count, n, outs, coarse, fine,
+                 rounding):
+    """`count` steps of `lanes` frequencies from `start`: cos and sin, rounded (`rounding`:
+    impls/_numba_half.vector_bits), four copies, in each row; `outs`: (cos, sin) pointers of each
+    row, `coarse`: (a, b), `fine`: (x, y) of each row (pointers to the rows' first elements)."""
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    f32v = ir.VectorType(ir.FloatType(), lanes)
+    pairs = ir.Constant(ir.VectorType(ir.IntType(32), 2 * lanes), [k // 2 for k in range(2 * lanes)])
+
+    def load(ptr, at):
+        return builder.load(builder.bitcast(builder.gep(ptr, [at]), f32v.as_pointer()), align=4)
+
+    def put(ptr, at, bits):
+        if interleaved:   # each lane twice: columns 2f, 2f + 1
+            bits = builder.shuffle_vector(bits, bits, pairs)
+            at = builder.shl(at, at.type(1))
+        builder.store(bits, builder.bitcast(builder.gep(ptr, [at]), bits.type.as_pointer()),
+                      align=4 if dtype == "float32" else 2)
+
+    with cgutils.for_range(builder, count) as loop:
+        f = builder.add(start, builder.mul(loop.index, n.type(lanes)))
+        va, vb = (load(p, f) for p in coarse)
+        for (outc, outs_), (px, py) in zip(outs, fine):
+            vx, vy = load(px, f), load(py, f)
+            fm = {"flags": CONTRACT}
+            c = builder.fsub(builder.fmul(va, vx, **fm), builder.fmul(vb, vy, **fm), **fm)
+            s = builder.fadd(builder.fmul(vb, vx, **fm), builder.fmul(va, vy, **fm), **fm)
+            # finite: products of finite table values of magnitude <= 1 are never NaN
+            if dtype == "float32":
+                cb, sb = c, s
+            elif lanes == WIDE and dtype in PAIRED:
+                cb, sb = (_paired_bf16_bits(builder, v) for v in (c, s))
+            else:
+                cb, sb = (rounding(builder, v, dtype, finite=True) for v in (c, s))
+            if interleaved:
+                put(outc, f, cb)
+                put(outs_, f, sb)
+            else:
+                second = builder.add(f, n)
+                for ptr, bits in ((outc, cb), (outs_, sb)):
+                    put(ptr, f, bits)
+                    put(ptr, second, bits)
+
+
+def _cache_row_body(builder, dtype: str, interleaved: bool, n, outs, coarse, fine, rounding):
+    """WIDE steps, then one LANES step if that many are left; returns the lanes done."""
+    wide = builder.sdiv(n, n.type(WIDE))
+    _cache_steps(builder, dtype, interleaved, WIDE, n.type(0), wide, n, outs, coarse, fine, rounding)
+    start = builder.mul(wide, n.type(WIDE))
+    narrow = builder.sdiv(builder.sub(n, start), n.type(LANES))
+    _cache_steps(builder, dtype, interleaved, LANES, start, narrow, n, outs, coarse, fine, rounding)
+    return builder.add(start, builder.mul(narrow, n.type(LANES)))
+
+
+def _row_pointer(context, builder, array, aryty, row):
+    """A pointer to row `row` of a 2-D C-order array (its own row stride, in elements)."""
+    from numba.core import cgutils
+
+    stride = cgutils.unpack_tuple(builder, array.strides)[0]
+    size = row.type(aryty.dtype.bitwidth // 8)
+    return builder.gep(array.data, [builder.mul(builder.sdiv(stride, size), row)])
+
+
 @functools.cache
 def cache_row(dtype: str, interleaved: bool, rows: int = 1):
-    """The intrinsic writing `rows` consecutive cache rows of a half dtype (`dtype`) in one
-    layout, which share one coarse table row (a, b): WIDE lanes a step, then one step of LANES
-    if that many are left. With rows > 1, oc, os, x, y are 2-D (`rows` rows each, C order) and
-    each step loads a, b once for all of them. A PAIRED dtype's tables are in `wide_order`."""
-    from llvmlite import ir
-    from numba.core import cgutils, types
+    """The intrinsic writing `rows` consecutive cache rows of `dtype` (float32, or a half dtype
+    into uint16 bits) in one layout, which share one coarse table row (a, b): WIDE lanes a step,
+    then one step of LANES if that many are left. With rows > 1, oc, os, x, y are 2-D (`rows`
+    rows each, C order) and each step loads a, b once for all of them. A PAIRED dtype's
+    tables are in `wide_order`."""
+    from numba.core import types
     from numba.extending import intrinsic
 
     from .._numba_half import vector_bits   # captured: its file's stamp keys the on-disk cache
-
-    def step(builder, lanes, start, count, n, outs, coarse, fine):
-        """`count` steps of `lanes` frequencies from `start`: cos and sin, rounded, four copies,
-        in each row; `outs`: (cos, sin) pointers of each row, `fine`: (x, y) of each row."""
-        f32v = ir.VectorType(ir.FloatType(), lanes)
-        pairs = ir.Constant(ir.VectorType(ir.IntType(32), 2 * lanes), [k // 2 for k in range(2 * lanes)])
-
-        def load(ptr, at):
-            return builder.load(builder.bitcast(builder.gep(ptr, [at]), f32v.as_pointer()), align=4)
-
-        def put(ptr, at, bits):
-            if interleaved:   # each lane twice: columns 2f, 2f + 1
-                bits = builder.shuffle_vector(bits, bits, pairs)
-                at = builder.shl(at, at.type(1))
-            builder.store(bits, builder.bitcast(builder.gep(ptr, [at]), bits.type.as_pointer()), align=2)
-
-        with cgutils.for_range(builder, count) as loop:
-            f = builder.add(start, builder.mul(loop.index, n.type(lanes)))
-            va, vb = (load(p, f) for p in coarse)
-            for (outc, outs), (px, py) in zip(outs, fine):
-                vx, vy = load(px, f), load(py, f)
-                fm = {"flags": CONTRACT}
-                c = builder.fsub(builder.fmul(va, vx, **fm), builder.fmul(vb, vy, **fm), **fm)
-                s = builder.fadd(builder.fmul(vb, vx, **fm), builder.fmul(va, vy, **fm), **fm)
-                # finite: products of finite table values of magnitude <= 1 are never NaN
-                if lanes == WIDE and dtype in PAIRED:
-                    cb, sb = (_paired_bf16_bits(builder, v) for v in (c, s))
-                else:
-                    cb, sb = (vector_bits(builder, v, dtype, finite=True) for v in (c, s))
-                if interleaved:
-                    put(outc, f, cb)
-                    put(outs, f, sb)
-                else:
-                    second = builder.add(f, n)
-                    for ptr, bits in ((outc, cb), (outs, sb)):
-                        put(ptr, f, bits)
-                        put(ptr, second, bits)
+    body = _cache_row_body
 
     @intrinsic
     def row(typingctx, oc, os, a, b, x, y):
         def codegen(context, builder, signature, args):
             arrays = [context.make_array(t)(context, builder, v) for t, v in zip(signature.args, args)]
-            pa, pb = arrays[2].data, arrays[3].data
             n = arrays[2].nitems
 
             def at(k, index):
-                """Row k of argument `index` (its own row stride, in elements)."""
-                ptr = arrays[index].data
                 if not k:
-                    return ptr
-                stride = cgutils.unpack_tuple(builder, arrays[index].strides)[0]
-                size = signature.args[index].dtype.bitwidth // 8
-                return builder.gep(ptr, [builder.mul(builder.sdiv(stride, n.type(size)), n.type(k))])
+                    return arrays[index].data
+                return _row_pointer(context, builder, arrays[index], signature.args[index], n.type(k))
 
             outs_ = [(at(k, 0), at(k, 1)) for k in range(rows)]
             fine = [(at(k, 4), at(k, 5)) for k in range(rows)]
-            wide = builder.sdiv(n, n.type(WIDE))
-            step(builder, WIDE, n.type(0), wide, n, outs_, (pa, pb), fine)
-            start = builder.mul(wide, n.type(WIDE))
-            narrow = builder.sdiv(builder.sub(n, start), n.type(LANES))
-            step(builder, LANES, start, narrow, n, outs_, (pa, pb), fine)
-            return builder.add(start, builder.mul(narrow, n.type(LANES)))
+            return body(builder, dtype, interleaved, n, outs_, (arrays[2].data, arrays[3].data), fine, vector_bits)
 
         return types.intp(oc, os, a, b, x, y), codegen
 
     return row
+
+
+@functools.cache
+def cache_rows_at(dtype: str, interleaved: bool, rows: int = 1):
+    """`cache_row` addressed by row numbers, `(oc, os, j, cc, sc, q, cf, sf, r) -> lanes done`:
+    rows j.. of the 2-D outputs from coarse row q and fine rows r.. of the 2-D tables. Why: a
+    kernel that slices a row view per call has Numba count references on each view (an NRT
+    call a view) when the slice is named or the loop is not inlined, which measured as much
+    as the row itself; this takes the whole arrays and finds the rows' addresses itself."""
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    from .._numba_half import vector_bits   # captured: its file's stamp keys the on-disk cache
+    body = _cache_row_body
+
+    @intrinsic
+    def rows_at(typingctx, oc, os, j, cc, sc, q, cf, sf, r):
+        def codegen(context, builder, signature, args):
+            t = signature.args
+            ary = {k: context.make_array(t[k])(context, builder, args[k]) for k in (0, 1, 3, 4, 6, 7)}
+            j_, q_, r_ = (context.cast(builder, args[k], t[k], types.intp) for k in (2, 5, 8))
+            n = cgutils.unpack_tuple(builder, ary[3].shape)[1]
+
+            def at(k, row):
+                return _row_pointer(context, builder, ary[k], t[k], row)
+
+            outs_ = [(at(0, builder.add(j_, j_.type(k))), at(1, builder.add(j_, j_.type(k)))) for k in range(rows)]
+            fine = [(at(6, builder.add(r_, r_.type(k))), at(7, builder.add(r_, r_.type(k)))) for k in range(rows)]
+            return body(builder, dtype, interleaved, n, outs_, (at(3, q_), at(4, q_)), fine, vector_bits)
+
+        return types.intp(oc, os, j, cc, sc, q, cf, sf, r), codegen
+
+    return rows_at
 
 
 def _half_value(builder, bits, dtype: str):

@@ -44,6 +44,28 @@ CACHE_STEP = 16
 #: Outputs start on a 64-byte cache line: `np.empty` starts a large array 16 bytes past a page,
 #: so with 256-byte rows half the 32-byte stores of a half cache row straddled two lines.
 OUTPUT_ALIGN = 64
+#: Caches of at least this many bytes (cos and sin: the last-level cache) are written by
+#: streaming stores, which skip the read of each line before it is written (`streamed_rows`).
+STREAM_FROM_BYTES = 32 << 20
+#: Bytes of cos and sin rows a thread computes into its scratch before streaming them out: a
+#: few rows, in L1 (8-32 rows measured alike; 64 KiB slower).
+SCRATCH_BYTES = 8 << 10
+#: What a streaming store's address must be a multiple of (AVX2: 32 bytes).
+STREAM_ALIGN = 32
+
+
+def streamed_rows(cos: np.ndarray, sin: np.ndarray, stream_from: int) -> int:
+    """Rows a thread writes into its L1 scratch and copies out by streaming stores
+    (impls/grid/_copy.py), or 0 for cached stores: a float32 or half cache (the vector rows;
+    float64 keeps its loops) of `stream_from` bytes or more whose scratch blocks all start on
+    a 32-byte boundary (a cached store into a line streaming stores also write is very slow).
+    Why a scratch: streaming stores straight from the row loop (four line streams a row, two
+    rows a step) took 1.7x (float32) to 3-9x (half) the cached loop (docs/fast.md)."""
+    row = cos.strides[0]
+    rows = max(2, SCRATCH_BYTES // (2 * row)) // 2 * 2
+    starts = all(a.ctypes.data % STREAM_ALIGN == 0 for a in (cos, sin)) and rows * row % STREAM_ALIGN == 0
+    vector = cos.dtype != np.float64
+    return rows if vector and starts and cos.nbytes + sin.nbytes >= stream_from else 0
 
 
 class Rotary:
@@ -53,7 +75,7 @@ class Rotary:
         half = spec.dtype in HALF_DTYPES
         self.spec, self.recycle = spec, recycle
         codec = spec.dtype if half else "float32"
-        self.kernels, self.apply = kernels(codec), apply_kernels(codec)
+        self.kernels, self.apply = kernels(spec.dtype), apply_kernels(codec)
         self.storage = Storage(spec.dtype)
         self.hand = self.storage.result()
         # half dtypes: float32 tables and scratch (~2e-7, far below a half ulp), 16 lanes a vector
@@ -73,6 +95,7 @@ class Rotary:
         self.seq_first = spec.qk_layout == "bshd"
         self.first = pair_slices(spec)[0]
         self.buffers: dict = {}
+        self.stream_from = STREAM_FROM_BYTES
 
     def empty(self, shape: tuple[int, ...], part: int) -> np.ndarray:
         """A fresh output starting on a cache line (OUTPUT_ALIGN), faulted in by this thread
@@ -101,7 +124,7 @@ class Rotary:
         shape = (index.size, self.spec.rot)
         cos, sin = self.empty(shape, 0), self.empty(shape, 1)
         run(self.kernels.cache, 2 * cos.size, cos, sin, index, self.cache_tables, self.interleaved,
-            self.work)
+            self.work, streamed_rows(cos, sin, self.stream_from))
         return cos, sin
 
     def _sweep(self, fill, q, k, ids, tables, in_place: bool = False) -> tuple[np.ndarray, np.ndarray]:
