@@ -210,3 +210,27 @@ def test_roofs_of_two_output_shapes_at_one_size_are_two_cells_of_the_journal():
     assert len(impls) == 2 and len({c.convention for c in roofs}) == 2
     keys = [c.key for c in cells]
     assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)[:4]
+
+
+def test_the_largest_size_only_roofs_stand_beside_each_dtypes_largest_output_and_every_size_with_full():
+    """The streaming fills and the fresh numpy-torch roofs (the Roofs table's, read at the
+    largest size) are planned at each workload x dtype's largest size only; `--full` plans every
+    roof at every size, and the roofs that pick the fastest fill at a size stay at all of them."""
+    from harness import implementations
+    from harness.bench.grid import default_grid
+    from harness.bench.roofs import LARGEST_ONLY
+
+    wanted = {"numpy-cat", "torch-cat", "numba-angleadd"}     # the roofs' three backends
+    impls = [i for i in implementations() if i.name in wanted and i.available]
+    assert len(impls) == 3
+    for full in (False, True):
+        cells = plan(impls, default_grid(2, full=full)).cells
+        sizes: dict[str, int] = {}
+        for c in cells:
+            sizes[c.dtype] = max(sizes.get(c.dtype, 0), c.length * c.d_model)
+        roofs = [c for c in cells if c.is_roof and c.device == "cpu"]
+        below = {c.impl for c in roofs if c.length * c.d_model < sizes[c.dtype]}
+        at_largest = {c.impl for c in roofs if c.length * c.d_model == sizes[c.dtype]}
+        assert {"roof-numpy-torch-fill", "roof-stream-fill"} <= at_largest & LARGEST_ONLY
+        assert {"roof-numpy-fill", "roof-recycled-fill", "roof-torch-fill"} <= below
+        assert bool(below & LARGEST_ONLY) == full, sorted(below & LARGEST_ONLY)

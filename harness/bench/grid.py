@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from harness import backends
 from harness.bench.cells import Cell, choose_convention
 from harness.bench.modes import MODES, QUICK_MODES, modes_for
-from harness.bench.roofs import roofs_for
+from harness.bench.roofs import LARGEST_ONLY, roofs_for
 from harness.core import kinds
 from harness.core.registry import Implementation
 from harness.runs.identity import CellKey
@@ -148,7 +148,8 @@ def plan(impls: Iterable[Implementation], grid: Grid) -> Plan:
                 unsupported.append((cell, reason))
             else:
                 cells.append(cell)
-    return Plan(tuple(cells) + tuple(_roof_cells(cells)), tuple(unsupported), unavailable)
+    return Plan(tuple(cells) + tuple(_roof_cells(cells, every_size=grid.full)), tuple(unsupported),
+                unavailable)
 
 
 def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
@@ -183,6 +184,11 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
                     yield cell, reason
 
 
+def _size(cell: Any) -> tuple[int, int]:
+    """A cell's (or output's) size as the report orders them: elements, then length."""
+    return (cell.length * cell.d_model, cell.length)
+
+
 def _fitted_batch(cell: Cell, most: int) -> Cell:
     """`cell` with its workload's default batch halved until it writes at most `most` elements
     (at least one): the largest lengths are timed at batch 1, where a batch of copies of an
@@ -192,19 +198,28 @@ def _fitted_batch(cell: Cell, most: int) -> Cell:
     return cell
 
 
-def _roof_cells(cells: Sequence[Cell]) -> Iterable[Cell]:
+def _roof_cells(cells: Sequence[Cell], every_size: bool = False) -> Iterable[Cell]:
     """NumPy's roof for every CPU output, another backend's only when that backend is timed;
     every available device roof for a device output (any backend's kernels write the same DRAM).
     An output is a result shape: conventions of a kind that write different shapes (a grid with
-    cls rows) get roofs of their own, in their convention."""
+    cls rows) get roofs of their own, in their convention. Below the largest size of its
+    workload and dtype, a CPU output gets no roof of harness.bench.roofs.LARGEST_ONLY (the
+    Roofs table reads them at the largest), unless `every_size`."""
     timed = {"numpy"} | {c.backend for c in cells}
     outputs: dict[tuple[CellKey, str, tuple[int, ...]], str] = {}
+    largest: dict[tuple, tuple[int, int]] = {}
     for c in cells:
         outputs.setdefault((replace(c.identity, impl=""), c.kind, c.shape), c.convention)
+        where = (c.workload, c.device, c.dtype)
+        largest[where] = max(largest.get(where, (0, 0)), _size(c))
     for key in sorted(outputs, key=str):
         out, kind = key[0], key[1]
+        below = out.device == "cpu" and not every_size and (
+            _size(out) < largest[(out.workload, out.device, out.dtype)])
         for roof in roofs_for(out.workload, out.device):
             if out.device == "cpu" and roof.backend not in timed:
+                continue
+            if below and roof.name in LARGEST_ONLY:
                 continue
             if out.mode not in modes_for(roof.backend, out.device):
                 continue

@@ -320,9 +320,24 @@ def roofs_of(work: kinds.Workload) -> Iterator[Roof]:
         yield from COMPUTE_ROOFS
 
 
+#: Roofs a default sweep times at each workload's largest size only (`--full`: at every size).
+#: The streaming fills pay past the last-level cache only, and the `numpy-torch` ones (fresh
+#: `np.empty` memory) are the Roofs table's first-call yardstick, read there alone. In the quiet
+#: default run 20261128-020855-64f8870 no streaming fill was the fastest roof of its bound below
+#: the largest size; a numpy-torch one was at 5 of 46 outputs, by 1.01-1.38x, where dropping
+#: them all moves those roofs by as much. The other roofs stay: which of them is the fastest
+#: changes from size to size.
+LARGEST_ONLY_STEMS = ("roof-stream-fill", "roof-recycled-stream-fill", "roof-numpy-torch-fill",
+                      "roof-numpy-torch-add", "roof-numpy-torch-scale")
+#: The registered names of those roofs (each stem with each workload's `roof_ending`).
+LARGEST_ONLY: set[str] = set()
+
+
 def _register(work: kinds.Workload, kind: str) -> None:
     for stem, backend, device, factory, supports, every_form in roofs_of(work):
         forms = None if every_form is None or work.forms is None else work.forms.every(gqa=every_form)
+        if stem in LARGEST_ONLY_STEMS:
+            LARGEST_ONLY.add(stem + work.roof_ending)
         ROOF_REGISTRY.register(name=stem + work.roof_ending, backend=backend, device=device,
                                workload=work.name, kind=kind, supports=supports,
                                forms=forms)(factory(work))
