@@ -42,6 +42,20 @@ def test_the_table_names_the_binding_roof_and_the_fastest_that_passes():
     assert "compute" in bounds.section(_bench(), verify)
 
 
+def test_the_one_thread_column_names_the_best_at_one_thread_where_it_is_another():
+    """A pick writing fresh memory read 5.6x at one thread, where its recycled variant was
+    nearer: the column gives the best that passes at one thread, and names it."""
+    verify = pd.DataFrame({"impl": ["timestep-numba", "one-thread-best"], "dtype": ["float32"] * 2,
+                           "status": ["pass", "pass"]})
+    bench = _bench()
+    extra = [row(_cell("one-thread-best", 1), Outcome("ok", median_s=2e-3, iqr_s=2e-6)),
+             row(_cell("one-thread-best", 2), Outcome("ok", median_s=9e-3, iqr_s=9e-6))]
+    bench = results.tidy(bench.to_dict("records") + extra, "run", "machine")
+    line = bounds.table(bench, verify).iloc[0]
+    assert line["best (passes verify)"] == "timestep-numba"
+    assert line["x roof, 1 thread"] == "0.25x (one-thread-best)"
+
+
 def test_the_first_call_column_names_the_fastest_exact_first_call_into_fresh_memory():
     """Not the best by median: the fastest first call among what passes verify, leaving out
     what fails it and what rotates in place (it allocates nothing)."""
