@@ -4,8 +4,9 @@ Parametrized from the registry, so a new implementation is covered the day it
 is registered. An implementation unavailable here (no GPU) is skipped with its
 reason, never reported as passing.
 
-`nox -s tests` checks each kind's representative cases (`representative`: every convention,
-field variant and form in every dtype, the large tables and long contexts in float32);
+`nox -s tests` checks each kind's representative cases (`representative`: every convention
+in every dtype, every field variant and form in float32 and bfloat16, the large tables and long
+contexts in float32);
 `nox -s matrix` (`--matrix full`, which CI runs too) checks the full case list (the large
 cases in every dtype, and the random cases, seeded so a run is repeatable). The verdicts are
 computed once, in two worker processes that each take every other case of every kind (compiled
@@ -16,6 +17,7 @@ verdicts. They are `check`'s, in a process of the same interpreter and source tr
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Sequence
 
@@ -31,8 +33,16 @@ pytestmark = pytest.mark.xdist_group("matrix")
 LARGE = 2**17
 IMPLS = implementations()
 BY_NAME = {impl.name: impl for impl in IMPLS}
-#: Worker processes for the matrix: the 2-core machine `nox -s tests` promises its time on.
-WORKERS = 2
+#: Worker processes for the matrix: under xdist (`nox -s tests`) one, the other core running the
+#: other test files (a second worker imported every framework and loaded every kernel cache again:
+#: 264 against 205 CPU-s for the same verdicts); alone (`nox -s matrix`) one per core of the
+#: 2-core machine the suite's time is promised on.
+WORKERS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+#: Field variants and forms are checked in these dtypes in the representative matrix: float64
+#: and float16 differ from float32 and bfloat16 in precision and in how values are stored, which
+#: the quick cases check on every convention, not in how a variant's fields are read; `nox -s
+#: matrix` (CI runs it) checks every variant in every dtype.
+VARIANT_DTYPES = ("float32", "bfloat16")
 #: A case's time limit (verify's is 120 s): a first call that compiles (torch-compile's inductor
 #: builds C++ with g++ in a fresh environment, 17 s alone here) can pass 120 s when the matrix's
 #: two processes share two cores with the rest of the suite. Hangs are still caught.
@@ -40,11 +50,12 @@ TIMEOUT_S = 300.0
 
 
 def representative(kind: kinds.Kind) -> list[Any]:
-    """The kind's cases without the random ones, each large case in float32 only (the same
-    code path as in the other dtypes, where the small cases and the far offsets check them)."""
+    """The kind's cases without the random ones: the quick cases (every convention) in every
+    dtype, the other variants in VARIANT_DTYPES, each large case in float32 only (the same code
+    path as in the other dtypes, where the small cases and the far offsets check them)."""
     quick = {repr(spec) for spec in kind.cases(quick=True)}
-    return [spec for spec in kind.cases(n_random=0)
-            if spec.dtype == "float32" or spec.elements <= LARGE or repr(spec) in quick]
+    return [spec for spec in kind.cases(n_random=0) if repr(spec) in quick
+            or spec.dtype == "float32" or (spec.dtype in VARIANT_DTYPES and spec.elements <= LARGE)]
 
 
 def cases(matrix: str) -> dict[str, list[Any]]:
