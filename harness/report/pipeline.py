@@ -11,7 +11,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import pandas as pd
 
@@ -78,24 +78,29 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
     found = answers(picks, run.bench, errors, baseline)
     trades = [t for w in workloads if (t := tradeoff(chosen, run.verify, w, _ratios_for(w, named)))]
     usuals = {**named, **{f"{a.pick.dtype}-{a.pick.device}": a.usual for a in found if a.usual}}
-    figures = _draw(run, out / "plots", named, trades, _roles(picks, usuals, trades))
-    title = markdown.heading(1, f"pe-harness benchmark report — {run.machine}")
-    lead = (f"Run `{run.run_id}` at {run.env.get('time_utc', 'an unknown time')}, commit "
-            f"`{sections.commit(run.env)[:12]}`; environment at the end.")
-    missing = summary.unanswered(run.bench, found)
-    io.write_text(out / ANSWER, "".join(f"{line}\n" for line in summary.lines(found, run.verify,
-                                                                             missing)))
+    collect = _start_drawing(run, out / "plots", named, trades, _roles(picks, usuals, trades))
+    try:            # what needs no plot is computed while they are drawn
+        title = markdown.heading(1, f"pe-harness benchmark report — {run.machine}")
+        lead = (f"Run `{run.run_id}` at {run.env.get('time_utc', 'an unknown time')}, commit "
+                f"`{sections.commit(run.env)[:12]}`; environment at the end.")
+        missing = summary.unanswered(run.bench, found)
+        io.write_text(out / ANSWER, "".join(f"{line}\n" for line in summary.lines(found, run.verify,
+                                                                                 missing)))
+        before = [sections.sources([run, *([base] if base else [])]),
+                  advice.recommendation(found, picks, run.bench, baseline, name,
+                                        run.verify is not None),
+                  advice.accuracy(errors, name),
+                  device.section(run.device, run.env, run.verify), bounds.section(chosen, run.verify)]
+        parts = [sections.workload_tables(run, w, named[w]) for w in workloads]
+        after = [sections.change(changes(run.bench, base.bench), base) if base else "",
+                 sections.noisy(run), sections.problems(run), flags.section(run, chosen),
+                 extras.conventions(run, out), extras.precision(run, out), extras.files(run, out),
+                 sections.environment(run)]
+    finally:
+        figures = collect()
     detail = markdown.join(
-        sections.sources([run, *([base] if base else [])]),
-        advice.recommendation(found, picks, run.bench, baseline, name, run.verify is not None),
-        advice.accuracy(errors, name),
-        device.section(run.device, run.env, run.verify), bounds.section(chosen, run.verify),
-        sections.accuracy_vs_speed(trades, figures, out, convention.describe(name)),
-        *(sections.workload(run, w, named[w], figures, out) for w in workloads),
-        sections.change(changes(run.bench, base.bench), base) if base else "",
-        sections.noisy(run), sections.problems(run), flags.section(run, chosen),
-        extras.conventions(run, out), extras.precision(run, out), extras.files(run, out),
-        sections.environment(run))
+        *before, sections.accuracy_vs_speed(trades, figures, out, convention.describe(name)),
+        *(part(figures, out) for part in parts), *after)
     return markdown.join(title, lead, extras.post_failures(run), summary.section(found, run.verify),
                          summary.still_flagged(run, found), summary.contents(detail, out), detail)
 
@@ -187,10 +192,18 @@ def _workload_plots(bench: pd.DataFrame, named: dict[str, str], machine: str, wh
 
 def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
           roles: dict[str, str]) -> dict[str, Path]:
-    """Every plot of a one-run report, keyed `kind-workload` (and `error`); absent when empty.
-    Each workload's four plots, each frontier and the error plot are tasks of their own, drawn
-    at once on every core (seconds of Agg layout each: the frontiers drawn one after another
-    here once came after the rest, about a quarter of the report's time)."""
+    """Every plot of a one-run report, keyed `kind-workload` (and `error`); absent when empty."""
+    return _start_drawing(run, where, named, trades, roles)()
+
+
+def _start_drawing(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
+                   roles: dict[str, str]) -> Callable[[], dict[str, Path]]:
+    """Start drawing every plot of a one-run report; returns the call that waits for them
+    (`_draw`'s answer). Each workload's four plots, each frontier and the error plot are tasks
+    of their own, drawn at once on every core (seconds of Agg layout each: the frontiers drawn
+    one after another here once came after the rest, about a quarter of the report's time),
+    while the report's tables are computed (drawing only after them left a core idle for as
+    long as the tables took)."""
     verified = run.verify["impl"] if run.verify is not None else []
     bench = run.bench
     styles = palette([*bench["impl"], *verified], roofs=bench.loc[bench["is_roof"], "impl"],
@@ -200,13 +213,28 @@ def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
         partial(_workload_plots, bench, named, machine, where, styles, w) for w in _workloads(run)]
     tasks += [partial(_frontier_plot, t, machine, where, styles) for t in trades]
     tasks.append(partial(_error_plot, run.verify, machine, where, styles))
+    if not (len(tasks) > 1 and cpus.usable() > 1 and _fork_is_safe()):
+        drawn = _drawn(map(_call, tasks))
+        return lambda: drawn
+    pool = ProcessPoolExecutor(min(cpus.usable(), len(tasks)),
+                               mp_context=multiprocessing.get_context("fork"))
+    try:
+        futures = [pool.submit(_call, task) for task in tasks]
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+
+    def collect() -> dict[str, Path]:
+        try:
+            return _drawn(f.result() for f in futures)
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+    return collect
+
+
+def _drawn(results: Iterable[dict[str, Optional[Path]]]) -> dict[str, Path]:
     drawn: dict[str, Optional[Path]] = {}
-    if len(tasks) > 1 and cpus.usable() > 1 and _fork_is_safe():
-        with ProcessPoolExecutor(min(cpus.usable(), len(tasks)),
-                                 mp_context=multiprocessing.get_context("fork")) as pool:
-            for mine in pool.map(_call, tasks):
-                drawn.update(mine)
-    else:
-        for mine in map(_call, tasks):
-            drawn.update(mine)
+    for mine in results:
+        drawn.update(mine)
     return {k: v for k, v in drawn.items() if v is not None}

@@ -7,7 +7,7 @@ functions only decide what a reader sees and in which words.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -95,25 +95,37 @@ def accuracy_vs_speed(trades: Sequence[Tradeoff], figures: Mapping[str, Path], o
 
 def workload(run: Run, name: str, baseline: str, figures: Mapping[str, Path], out: Path) -> str:
     """Median, speedup and roof pivots of one workload, per dtype x threads, with its plots."""
+    return workload_tables(run, name, baseline)(figures, out)
+
+
+def workload_tables(run: Run, name: str, baseline: str) -> Callable[[Mapping[str, Path], Path], str]:
+    """`workload` in two steps: its tables now (the slow part, computed while the plots are
+    drawn), then, given the plots drawn, the section with their links."""
     rows = run.bench[run.bench["workload"] == name]
     ran = speedup(run.bench, baseline).loc[rows.index].notna().any()
     versus = (f"speedup is {baseline}'s median over the implementation's (> 1x: faster)" if ran
               else f"no speedup: the usual choice, {baseline}, was not timed ok in this run")
-    blocks = [markdown.heading(2, f"Workload `{name}`"), (
+    head = [markdown.heading(2, f"Workload `{name}`"), (
         f"Median time per call (`{pivots.NOISY_MARK}`: noisy, IQR/median > "
         f"{units.NOISY_IQR:.0%}); {versus}; *time / roof* is the implementation's median over "
         f"{ROOF}, timed in the same run (1x: at the memory limit). Rows fastest first.")]
-    blocks += [markdown.image(figures[key], out, key) for key in
-               (f"{kind}-{name}" for kind in ("time", "speedup", "roof", "threads")) if key in figures]
+    tables: list[str] = []
     for dtype, threads, group in groups(rows):
-        blocks += [markdown.heading(3, f"{dtype}, {fmt.threads(threads)}"),
+        tables += [markdown.heading(3, f"{dtype}, {fmt.threads(threads)}"),
                    "**Median time**", markdown.table(pivots.medians(group))]
         if speedup(run.bench, baseline).loc[group.index].notna().any():   # baseline ran here
-            blocks += [f"**Speedup vs {baseline}**",
+            tables += [f"**Speedup vs {baseline}**",
                        markdown.table(pivots.speedups(group, run.bench, baseline))]
         if timed(group)["roof_ratio"].notna().any():
-            blocks += ["**Time / roof**", markdown.table(pivots.roof_ratios(group))]
-    return markdown.join(*blocks)
+            tables += ["**Time / roof**", markdown.table(pivots.roof_ratios(group))]
+
+    def with_plots(figures: Mapping[str, Path], out: Path) -> str:
+        images = [markdown.image(figures[key], out, key) for key in
+                  (f"{kind}-{name}" for kind in ("time", "speedup", "roof", "threads"))
+                  if key in figures]
+        return markdown.join(*head, *images, *tables)
+
+    return with_plots
 
 
 def change(cells: Sequence[Change], base: Run, of: str = "") -> str:
