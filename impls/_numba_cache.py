@@ -17,7 +17,9 @@ paid once per machine and source version; the factories still compile (or load) 
 they return, so bench's timed first call never includes it (harness.bench.measure).
 
 Where: one cache for every checkout on the machine (`cache_root`: $PE_HARNESS_NUMBA_CACHE, else
-the user's cache folder), a folder per module and version of its source (an old version's
+the user's cache folder), under a folder naming its layout (`LAYOUT`: data files named by their
+entry's key, where Numba's numbering let two processes compiling at once cross their entries), a
+folder per module and version of its source (an old version's
 folder stays until the cache is cleared), each entry keyed by what its code is (Numba's
 own stamp of the defining file is a digest of its content; ours of a captured function's file
 too), never by where a checkout lies or when its files were written. A fresh clone of the
@@ -65,6 +67,9 @@ def _numba() -> Any:
 _CLASS: list[type] = []
 #: Hex digits of a source file's digest naming its version's folder.
 VERSION_DIGITS = 16
+#: The cache's layout: data files named by their keys (KeyedFile). Entries written before, with
+#: numbered data files, may map a key to another entry's code, so they are not read.
+LAYOUT = "keyed"
 
 
 def cache_root() -> str:
@@ -88,7 +93,7 @@ def _cache_class() -> type:
 
             def __init__(self, py_func: Any, py_file: str) -> None:
                 self._py_file, self._lineno = py_file, py_func.__code__.co_firstlineno
-                self._path = os.path.join(cache_root(), py_func.__module__,
+                self._path = os.path.join(cache_root(), LAYOUT, py_func.__module__,
                                           _content(py_file)[:VERSION_DIGITS])
 
             def get_cache_path(self) -> str:
@@ -109,14 +114,44 @@ def _cache_class() -> type:
             _locator_classes = [caching.UserProvidedCacheLocator, SharedLocator,
                                 *caching.CompileResultCacheImpl._locator_classes]
 
+        class KeyedFile(caching.IndexDataCacheFile):
+            """Numba's index and data files, each entry's data file named by its key's digest.
+
+            Numba numbers a new entry's data file 1, 2, ... past those its index names, so two
+            processes compiling two entries of one function at once (two dtypes of a factory's
+            kernel: the same signature of uint16 arrays, another codec) both pick number 1; when
+            one's index and the other's data are written last, the index maps an entry to the
+            other's code, and a float16 cache came back with bfloat16 bits. Named by the key,
+            two entries never share a file; a lost index entry is compiled again, never wrong."""
+
+            def save(self, key: Any, data: Any) -> None:
+                name = f"{self._index_name[:-len('.nbi')]}.{_key_digest(key)}.nbc"
+                overloads = self._load_index()
+                if overloads.get(key) != name:
+                    overloads[key] = name
+                    self._save_index(overloads)
+                self._save_data(name, data)
+
         class StableCache(caching.FunctionCache):
             _impl_class = SharedImpl
+
+            def __init__(self, py_func: Any) -> None:
+                super().__init__(py_func)
+                self._cache_file = self.file_class(self._cache_path, self._impl.filename_base,
+                                             self._impl.locator.get_source_stamp())
 
             def _index_key(self, sig: Any, codegen: Any) -> tuple:
                 return (sig, codegen.magic_tuple(), (stable_key(self._py_func), ""))
 
+        StableCache.file_class = KeyedFile
+
         _CLASS.append(StableCache)
     return _CLASS[0]
+
+
+def _key_digest(key: Any) -> str:
+    """A short digest of an index key (signature, target, stable key): a data file's name."""
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:VERSION_DIGITS]
 
 
 def _function(fn: types.FunctionType, seen: set[int]) -> tuple:

@@ -120,3 +120,21 @@ def test_a_captured_llvm_type_keys_the_same_before_and_after_its_code_is_generat
         return builder.bitcast(ptr, wider.as_pointer())
 
     assert stable_key(load_wider) != before
+
+
+def test_two_entries_compiled_at_once_never_share_a_data_file(tmp_path: Path) -> None:
+    """Two processes compile two dtypes of one factory kernel at once; A read the index before B
+    wrote it and wrote its own first, but its data last. Numba numbered both data files 1, so
+    B's entry pointed at A's code (a float16 cache came back with bfloat16 bits)."""
+    from harness.impls._numba_cache import _cache_class
+
+    keyed = _cache_class().file_class
+    f16, bf16 = (("u2[::1]",), "cpu", ("float16 codec", "")), (("u2[::1]",), "cpu", ("bf16 codec", ""))
+    keyed(str(tmp_path), "fill-3.py311", "stamp").save(bf16, "bfloat16 code")   # B: index, data
+    racing = keyed(str(tmp_path), "fill-3.py311", "stamp")
+    racing._load_index = lambda: {}                      # A read the index before B wrote it,
+    racing._save_index = lambda overloads: None          # and wrote its own before B did
+    racing.save(f16, "float16 code")                     # A's data, written last
+    reader = keyed(str(tmp_path), "fill-3.py311", "stamp")
+    assert reader.load(bf16) == "bfloat16 code"
+    assert reader.load(f16) is None                      # A's entry was lost: compiled again
