@@ -181,3 +181,16 @@ def test_the_threads_left_follow_the_load_rule():
     assert remeasure.fewer_threads({"cores": 2, "others_busy": 2.0}, 2) == 1   # at least one
     assert remeasure.fewer_threads({"cores": 8, "others_busy": 2.2}, 8) == 6
     assert remeasure.fewer_threads({"cores": 8}, 8) == 4           # load average only: halve
+
+
+def test_before_the_end_a_batch_waits_for_enough_queued_cells():
+    """Each batch starts a worker per backend: a few queued cells wait for more, or the end."""
+    retries = Retries(100, clock=lambda: 0.0, min_batch=3)
+    flagged = [cell(64 * (i + 1), 64) for i in range(3)]
+    for c in flagged[:2]:
+        retries.seen(busy_row(c), c, group=0)
+    assert retries.due(1) == []                          # two of three: they wait
+    assert retries.due(1, final=True) == flagged[:2]     # the end drains them
+    for c in flagged:
+        retries.seen(busy_row(c), c, group=1)
+    assert retries.due(2) == flagged                     # three: a batch

@@ -7,8 +7,9 @@ was flagged (harness.runs.flags: other processes on the cores it needed, or
 far slower at more threads than at one) or noisy (IQR over NOISY_IQR of the
 median) joins a queue; the sweep measures the queue again in a fresh worker
 once at least one other group has run since (so the retry is interleaved
-with other work, seconds or minutes later, not back to back), and drains
-what is left at the end. The newest row of a cell is the one reported
+with other work, seconds or minutes later, not back to back) and MIN_BATCH
+cells wait (each batch starts its workers afresh), and drains what is left
+at the end. The newest row of a cell is the one reported
 (harness.runs.results.tidy), so a clean retry replaces a flagged first try.
 
 The bound: at most MAX_ATTEMPTS measurements of one cell, at most
@@ -55,6 +56,10 @@ MAX_SHARE = 0.25
 SHARE_OF_TIME, MIN_SECONDS = 0.2, 20.0
 #: A cell only noisy is measured again (contenders_only) within this many times the fastest.
 CLOSE = 1.5
+#: The sweep measures queued cells again once this many wait (or at its end): each batch starts
+#: a worker per backend, 3-25 s of imports and kernel loads before its first cell, and a quiet
+#: default run's 147 retries in batches after each of its groups spent 60 of their 149 s there.
+MIN_BATCH = 12
 
 
 def why_again(row: Mapping[str, Any], running: Running) -> str:
@@ -91,6 +96,8 @@ class Retries:
     #: the keys of the planned cells: a fallback is queued only where none is planned
     planned: frozenset[str] = frozenset()
     fallbacks: dict[str, tuple[Cell, int]] = field(default_factory=dict)  # key -> (cell, group)
+    #: a batch before the end waits for this many queued cells (the sweep passes MIN_BATCH)
+    min_batch: int = 1
     extra: dict[str, Cell] = field(default_factory=dict)   # key -> fallback cell (queued or run)
 
     def __post_init__(self) -> None:
@@ -136,7 +143,11 @@ class Retries:
 
     def due(self, group: int, final: bool = False) -> list[Cell]:
         """The queued cells to measure now, after group number `group` ended: the fallbacks
-        queued before it (or all, at the end), then the retries, within their bound."""
+        queued before it (or all, at the end), then the retries, within their bound; before
+        the end, nothing until at least `min_batch` cells are queued."""
+        queued = [q for _, q in self.fallbacks.values()] + [q for _, q in self.waiting.values()]
+        if not final and sum(q < group for q in queued) < self.min_batch:
+            return []
         ready = [c for key, (c, queued) in self.fallbacks.items() if final or queued < group]
         for cell in ready:
             self.fallbacks.pop(cell.key)

@@ -25,7 +25,7 @@ from harness.bench.cells import Cell, Outcome, row
 from harness.bench.grid import Plan, plan
 from harness.bench.options import SweepOptions
 from harness.bench.console import Console
-from harness.bench.remeasure import Retries, interleave
+from harness.bench.remeasure import MIN_BATCH, Retries, interleave
 from harness.bench.supervisor import Group, Supervisor
 from harness.core.registry import Implementation
 from harness.runs import flags as flag_rules
@@ -154,7 +154,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
     console.more_cells(sum(len(g.cells) for g in todo), [c for g in todo for c in g.cells])
     by_key = {c.key: c for c in cells.cells}
     retries = Retries(len(cells.cells), opts.attempts, contenders_only=opts.limits.prune,
-                      planned=frozenset(by_key) | done)
+                      planned=frozenset(by_key) | done, min_batch=MIN_BATCH)
     number = [0]                        # the group now running (retries wait for a later one)
     for old in earlier:                 # --resume: a cell still flagged is measured again
         retries.seen(old, by_key.get(old["key"]), -1)
