@@ -323,7 +323,7 @@ def roofs_of(work: kinds.Workload) -> Iterator[Roof]:
 #: Roofs a default sweep times at each workload's largest size only (`--full`: at every size).
 #: The streaming fills pay past the last-level cache only, and the `numpy-torch` ones (fresh
 #: `np.empty` memory) are the Roofs table's first-call yardstick, read there alone. In the quiet
-#: default run 20261128-020855-64f8870 no streaming fill was the fastest roof of its bound below
+#: default run 20261128-020855-64f8870 (in git history) no streaming fill was the fastest roof of its bound below
 #: the largest size; a numpy-torch one was at 5 of 46 outputs, by 1.01-1.38x, where dropping
 #: them all moves those roofs by as much. The other roofs stay: which of them is the fastest
 #: changes from size to size.
