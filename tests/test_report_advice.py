@@ -234,3 +234,17 @@ def test_a_kind_timed_only_in_another_convention_is_read_in_that_one():
     assert set(kept["impl"]) == {"a", "b", "t"}
     both = rows.assign(status="ok")          # where the first convention was timed, it is read
     assert set(convention.within(both, None, "paper")["impl"]) == {"c", "t"}
+
+
+def test_a_usual_choice_not_timed_at_a_size_is_named_not_mistaken_for_none():
+    """Under load the usual choice's cell can stay flagged at a size the pick was timed at: the
+    line names it as not timed there, never 'no usual choice' beside its name."""
+    from harness.report import summary
+    from harness.report.answer import Answer
+    from harness.report.recommend import Recommendation, Regime
+
+    pick = Recommendation("apply", Regime("small", 0, 1e5, "small"), "float32", "cpu", 1,
+                          "rotary-numba-apply-inplace", "half", 1e-5, 1, None)
+    line = summary.lines([Answer(pick, "rotary-torch-apply-unfused", float("nan"), 0)], None)[0]
+    assert "rotary-torch-apply-unfused (the usual choice) not timed here" in line
+    assert " vs rotary-torch-apply-unfused" not in line and "no usual choice" not in line

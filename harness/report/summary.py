@@ -97,15 +97,18 @@ def _facts(a: Answer, verify: Optional[pd.DataFrame]) -> str:
     g = grade(verify, a.pick.impl, a.pick.dtype)
     if g:
         facts.append(g)
-    facts.append(_speedup(a) + (f" vs {a.usual}" if a.usual and a.usual != a.pick.impl else ""))
+    compared = a.usual and a.usual != a.pick.impl and math.isfinite(a.speedup)
+    facts.append(_speedup(a) + (f" vs {a.usual}" if compared else ""))
     return ", ".join(facts)
 
 
 def _speedup(a: Answer) -> str:
     if a.usual == a.pick.impl:
         return "1x (it is the usual choice)"
-    if a.usual is None or not math.isfinite(a.speedup):
+    if a.usual is None:
         return "no usual choice timed"
+    if not math.isfinite(a.speedup):     # the usual choice's cell was not timed, or flagged
+        return f"{a.usual} (the usual choice) not timed here"
     return fmt.ratio(a.speedup)
 
 
