@@ -151,6 +151,19 @@ def test_prediction_with_one_cell_is_proportional_and_ignores_other_implementati
     assert budget.predict(cell(128, 64, impl="c"), history, TIMING) is None
 
 
+def test_a_cell_timed_under_load_predicts_nothing():
+    """Under one busy core a 2-thread cell took 27x its time: larger cells must not be skipped
+    as over budget on its word; a clean sibling still predicts."""
+    limits = Limits(cell_budget_s=1.0, timeout_s=100.0)
+    two = cell(512, 128, threads=2)
+    busy = row(two, Outcome("ok", median_s=0.1, iqr_s=1e-3, others_busy=1.0, cores=2))
+    assert budget.skip_reason(cell(8192, 128, threads=2), [busy], TIMING, limits) is None
+    assert budget.skip_reason(cell(8192, 128, threads=1), [busy], TIMING, limits) is None
+    clean = ok(cell(512, 128, threads=1), 0.1)
+    assert budget.skip_reason(cell(8192, 128, threads=1), [busy, clean], TIMING,
+                              limits).startswith("predicted")
+
+
 def test_skip_reasons_name_the_budget_that_is_exceeded():
     limits = Limits(cell_budget_s=1.0, timeout_s=100.0)
     history = [ok(cell(64, 64), 1e-3), ok(cell(128, 64), 2e-3)]

@@ -4,8 +4,8 @@ Time per call is modelled as `a + b * elements` (elements written: batch x
 length x d_model), fitted through the two largest smaller cells already
 measured for the same implementation, workload, device and dtype (same thread
 count preferred). With one such cell the model is proportional, an upper bound
-that only errs towards skipping the Python loops. Without any, the cell runs:
-its timeout is the safety net. A cell whose smaller sibling timed out is
+that only errs towards skipping the Python loops. A cell timed under load is no
+evidence. Without any, the cell runs: its timeout is the safety net. A cell whose smaller sibling timed out is
 skipped outright.
 """
 
@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 
 from harness.bench.cells import Cell
 from harness.bench.settings import Limits, Timing
+from harness.runs.flags import load_flag
 
 #: Starts every reason for a cell the whole-sweep budget (--budget-s) left out; --resume runs them.
 BUDGET_PREFIX = "sweep budget"
@@ -39,10 +40,13 @@ def _elements(row: Row) -> int:
 
 
 def _siblings(cell: Cell, history: Sequence[Row], status: str) -> list[Row]:
-    """Smaller rows of the same implementation/workload/device/dtype with `status`."""
+    """Smaller rows of the same implementation/workload/device/dtype with `status`, never one
+    flagged for load: under one busy core a 2-thread median came out 27x its 1-thread one, and
+    the larger cells predicted from it were skipped as over budget (and their fallbacks too)."""
     rows = [r for r in history if r["impl"] == cell.impl and r["workload"] == cell.workload
             and r["device"] == cell.device and r["dtype"] == cell.dtype
-            and r["status"] == status and _elements(r) <= cell.elements and r["key"] != cell.key]
+            and r["status"] == status and _elements(r) <= cell.elements and r["key"] != cell.key
+            and not load_flag(r)]
     same_threads = [r for r in rows if r["threads"] == cell.threads]
     return same_threads or rows
 
