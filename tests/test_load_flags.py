@@ -186,7 +186,7 @@ def test_load_flags_stay_out_of_the_gate_but_a_thread_flag_the_change_caused_fai
     assert {(c.impl, c.threads) for c in slower(compared, 10)} == {("numba-x", 2)}
     lines = overlap(new, base)
     assert lines.flagged == 2        # slow-z, at both sizes
-    assert "2 of the compared flagged for load in the new run" in lines.describe()
+    assert "2 of the compared timed under load in the new run" in lines.describe()
     # the same 2-thread slowness already in the base: its time is no yardstick, not judged
     assert slower(changes(issue_run(14e-3), issue_run(14e-3)), 10) == []
 

@@ -133,8 +133,9 @@ class Overlap:
         text = (f"compared {self.compared} cell(s) (in both runs and timed ok in the base); the "
                 f"new run has {self.new_cells}, the base {self.base_cells}, {self.shared} shared")
         if self.flagged:
-            text += (f"; {self.flagged} of the compared flagged for load in the new run "
-                     "(`flags` in bench.csv), their speed not judged")
+            text += (f"; {self.flagged} of the compared timed under load in the new run "
+                     f"(flagged, or other processes busy on more than {gate.BUSY_FOR_GATE:g} of "
+                     "a core: `flags`, `others_busy` in bench.csv), their speed not judged")
         return text
 
 

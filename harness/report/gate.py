@@ -12,9 +12,16 @@ where a cell with too few rounds for p to reach ALPHA needs every new round
 above every base round (p at its floor). A run recorded before raw rounds were
 kept falls back to the old rule: the rise must exceed the two IQRs added.
 
-Which flags leave a cell out: a `load` flag of the new run (other processes took
-its cores, so it may be slower for no fault of the code) and a `clock` flag (its
-worker's timer disagreed with the wall clock: its rounds are not measurements). Load only ever makes
+Which cells of the new run are left out: those flagged `load` (other processes took
+its cores, so it may be slower for no fault of the code) or `clock` (its worker's
+timer disagreed with the wall clock: its rounds are not measurements), and those
+timed while other processes kept more than BUSY_FOR_GATE of a core busy even where
+the cell's threads had free cores. Within a run that load slows every cell alike,
+and the answers compare cells of one run; across runs it does not cancel: two
+`--quick` runs of the same code under one busy core of this 2-core machine timed
+their 1-thread cells (unflagged, a core free) up to 1.58x apart, rank tests agreeing
+(shared caches, memory bandwidth, or one physical core behind both vCPUs), and the
+gate failed 37 cells of the same code. Load only ever makes
 a time longer, so a base run's flags cannot make the same code look slower
 (they can hide a slowdown, never invent one) and do not leave a cell out; nor
 does a `threads` flag, which the change may have caused (an all-core path that
@@ -78,10 +85,19 @@ def alpha(n_base: int, n_new: int) -> float:
     return max(ALPHA, 1.0 / math.comb(n_base + n_new, n_new))
 
 
+#: Cores other processes kept busy while a cell of the new run was timed beyond which the gate
+#: does not judge it, whatever its own thread count (see above).
+BUSY_FOR_GATE = 0.5
+
+
 def left_out(new: pd.DataFrame) -> pd.Series:
-    """Rows of the new run the gate does not judge: those flagged for load or for their clock."""
+    """Rows of the new run the gate does not judge: flagged for load or for their clock, or
+    timed while other processes kept more than BUSY_FOR_GATE of a core busy."""
     column = new["flags"] if "flags" in new.columns else flag_rules.flags(new)
-    return column.fillna("").astype(str).str.contains(r"(?:^|; )(?:load|clock):", regex=True)
+    flagged = column.fillna("").astype(str).str.contains(r"(?:^|; )(?:load|clock):", regex=True)
+    if "others_busy" not in new.columns:
+        return flagged
+    return flagged | (pd.to_numeric(new["others_busy"], errors="coerce") > BUSY_FOR_GATE)
 
 
 def machine_differences(new_env: Mapping[str, Any], base_env: Mapping[str, Any]) -> list[str]:
