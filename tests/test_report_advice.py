@@ -248,3 +248,17 @@ def test_a_usual_choice_not_timed_at_a_size_is_named_not_mistaken_for_none():
     line = summary.lines([Answer(pick, "rotary-torch-apply-unfused", float("nan"), 0)], None)[0]
     assert "rotary-torch-apply-unfused (the usual choice) not timed here" in line
     assert " vs rotary-torch-apply-unfused" not in line and "no usual choice" not in line
+
+
+def test_the_answer_takes_the_faster_pick_of_a_group_not_the_one_at_more_threads():
+    """Under load the 2-thread group kept one clean cell, 5x slower than the usual choice; the
+    1-thread pick was faster: the answer is the faster one, at its true thread count."""
+    from harness.report.answer import _better
+    from harness.report.recommend import Recommendation, Regime
+
+    small = Regime("small", 0, 1e5, "small")
+    two = Recommendation("forward", small, "float32", "cpu", 2, "lone-survivor", "paper", 5e-4, 1, None)
+    one = Recommendation("forward", small, "float32", "cpu", 1, "fast", "paper", 1e-4, 3, None)
+    assert _better(one, two) and not _better(two, one)
+    tie = Recommendation("forward", small, "float32", "cpu", 2, "fast", "paper", 1e-4, 3, None)
+    assert _better(tie, one)                             # as fast: the one at more threads
