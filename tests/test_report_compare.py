@@ -62,6 +62,20 @@ def test_cell_that_stopped_working_fails_the_gate(tmp_path, capsys):
     assert len(broken) == 1 and "ok -> timeout" in broken[0] and "fast-good" in broken[0]
 
 
+def test_a_cell_the_new_run_skipped_as_far_behind_is_not_broken(tmp_path, capsys):
+    """Pruning depends on what a run measured at smaller sizes: under load two runs of the same
+    code skipped different cells, and the gate failed 8 of them as broken."""
+    base = write_run(tmp_path, "run-base", bench=bench_rows(**SMALL))
+    rows = bench_rows(run_id="run-new", **SMALL)
+    for row in rows:
+        if all(row[k] == v for k, v in CELL.items()):
+            row.update(status="skip", reason="far behind: 8x the fastest at 64x64",
+                       median_s=float("nan"))
+    new = write_run(tmp_path, "run-new", bench=rows)
+    assert main(["report", str(new), "--compare", str(base), "--fail-slower", "20"]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith("BROKEN")]
+
+
 def test_runs_sharing_no_cell_cannot_pass_the_gate(tmp_path, capsys):
     base = write_run(tmp_path, "run-base", bench=bench_rows(**SMALL))
     rows = bench_rows(run_id="run-new", **SMALL)
