@@ -259,7 +259,10 @@ def test_a_hanging_implementation_costs_one_timeout_per_sweep(tmp_path):
 
 @pytest.mark.alone   # a second process on the cores gets its cells measured again, unflagged
 def test_a_faked_clock_is_caught_by_the_supervisors_own(tmp_path):
-    """perf_counter patched at import to run 50x slow: every cell of the worker is flagged."""
+    """perf_counter patched at import to run 50x slow: every cell of the worker is flagged.
+    Each call sleeps 2 ms (40 us by its clock): pytest-benchmark sizes its rounds from one
+    calibration call, and a 1 us call caught by one page fault ran a fifth of max_time (0.3 s
+    by the machine's clock, under the supervisor's 1 s floor for judging a clock)."""
     plugin = write(tmp_path, "bench_clock", textwrap.dedent('''
         import time
         from harness import reference
@@ -267,7 +270,10 @@ def test_a_faked_clock_is_caught_by_the_supervisors_own(tmp_path):
         time.perf_counter = lambda: _real() / 50
         @register(name="adv-clock", backend="numpy", supports=ONE)
         def build(spec):
-            return lambda: reference(spec).astype(spec.dtype)
+            def call():
+                time.sleep(0.002)
+                return reference(spec).astype(spec.dtype)
+            return call
         '''))
     code, text, rows = bench(plugin, tmp_path, "--lengths", "8", "--max-time", "0.03")
     assert code == 0, text
