@@ -119,6 +119,7 @@ def test_same_code_twice_under_load_passes_and_a_planted_slowdown_fails(tmp_path
     code, out, err = compare(gate_run(tmp_path / "again"), base, capsys)
     assert code == 0, out + err
     assert "timed under load in the new run" in out + err
+    assert "SPEED MOSTLY NOT JUDGED" in out + err
     busy_core.kill()
     busy_core.wait()
     slow = gate_run(tmp_path / "slow", slowdown=1.5)
@@ -129,6 +130,12 @@ def test_same_code_twice_under_load_passes_and_a_planted_slowdown_fails(tmp_path
     code, out, err = compare(slow, base, capsys)
     assert code == 1, out + err
     assert "SLOWER" in out and "bt-gate" in out
+
+
+def test_a_gate_that_judged_the_speed_of_few_cells_says_so():
+    from harness.report.compare import Overlap
+    assert "MOSTLY NOT JUDGED: 9 of 261" in Overlap(300, 301, 300, 261, flagged=252).describe()
+    assert "NOT JUDGED" not in Overlap(300, 301, 300, 261, flagged=130).describe()
 
 
 def test_only_load_and_clock_flags_of_the_new_run_leave_a_cell_out():

@@ -139,6 +139,10 @@ class Overlap:
             text += (f"; {self.flagged} of the compared timed under load in the new run "
                      f"(flagged, or other processes busy on more than {gate.BUSY_FOR_GATE:g} of "
                      "a core: `flags`, `others_busy` in bench.csv), their speed not judged")
+        if self.flagged * 2 > self.compared:
+            text += (f". SPEED MOSTLY NOT JUDGED: {self.compared - self.flagged} of "
+                     f"{self.compared} cells; time the new run on a quiet machine for a speed "
+                     "verdict (a broken cell still fails the gate)")
         return text
 
 
