@@ -46,6 +46,7 @@ from .._numba_half import DTYPES, HALF_DTYPES, Storage, codecs
 from ._assemble import EVERY_CONVENTION as CONVENTIONS
 from ._angle_addition import column_steps
 from ._add_row import add_row
+from ._pair_tile import LANES, LAYOUTS, pair_tile
 from ._tile import PAIRED, STREAM_ALIGN, WIDTH, fence, paired_order, tile
 from .._numba_cache import njit as cached_njit
 
@@ -63,21 +64,40 @@ FASTMATH = {"contract"}
 #: tables went 4.0-4.3 -> 3.2-3.4 ms streamed, one thread); smaller ones stay cached for
 #: whoever reads them next.
 STREAM_BYTES = 32 << 20
+#: A cache line: where the row tables X, Y start (`_line_aligned`).
+LINE = 64
 #: Every convention, in every dtype (half dtypes through the codecs).
 EVERY_CONVENTION = replace(CONVENTIONS, dtypes=DTYPES)   # fuse a*b + c into an FMA; no reassociation, no unsafe math
 
 
 @functools.cache
-def _jit(dtype: str = "float32", paired: bool = False) -> SimpleNamespace:
+def _jit(dtype: str = "float32", paired: bool = False, pairs: tuple[str, bool] | None = None
+         ) -> SimpleNamespace:
     """Compile the kernels once per process and codec (numba is imported only here): float32
     and float64 share one set, each half dtype has its own, its store and load inlined;
-    `paired`: a bfloat16 table's rows by the paired store (columns in `paired_order`)."""
+    `paired`: a bfloat16 table's rows by the paired store (columns in `paired_order`);
+    `pairs` (layout, cos_first): a table's rows by frequency pairs (impls/table/_pair_tile.py),
+    its per-column inputs then per frequency (w, and a = 1, b = 0: P, Q are sin and cos)."""
     import numba
 
     njit = cached_njit(fastmath=FASTMATH)
     codec = codecs()[dtype]
     store, load = codec.store, codec.load
-    rows = tile(PAIRED if paired else dtype if dtype in HALF_DTYPES else "native")   # its vector store
+    if pairs is not None:
+        rows, pe_tile = pair_tile(dtype, *pairs), pair_tile("float32", *pairs)
+
+        @njit
+        def pe_row(pe, X, Y, j, Pt, Qt):
+            """A forward's PE row j of the block into pe[0] (float32), by frequency pairs."""
+            pe_tile(pe, 0, X, Y, j, 1, Pt, Qt, False)
+    else:
+        rows = tile(PAIRED if paired else dtype if dtype in HALF_DTYPES else "native")   # its vector store
+
+        @njit
+        def pe_row(pe, X, Y, j, Pt, Qt):
+            """A forward's PE row j of the block into pe[0], column by column."""
+            for c in range(pe.shape[1]):
+                pe[0, c] = Pt[c] * X[j, c] + Qt[c] * Y[j, c]
     add = add_row(dtype if dtype in HALF_DTYPES else "native")   # a forward's row, likewise
     sfence = fence()
 
@@ -133,15 +153,17 @@ def _jit(dtype: str = "float32", paired: bool = False) -> SimpleNamespace:
         nchunks = max(1, min(threads, nblocks))
         per = (nblocks + nchunks - 1) // nchunks
         for t in numba.prange(nchunks):   # the only parallel region: one fork/join per call
-            P, Q = np.empty(d), np.empty(d)
-            Pt, Qt, pe = np.empty_like(X[0]), np.empty_like(X[0]), np.empty_like(X[0])
+            P, Q = np.empty(w.size), np.empty(w.size)   # per column, or per frequency (pairs)
+            Pt, Qt = np.empty_like(X[0]), np.empty_like(X[0])
+            pe_rows = np.empty((1, d), X.dtype)   # a forward's PE row (pe_row writes rows)
+            pe = pe_rows[0]
             first = t * per
             table = out[0]
             for blk in range(first, min(nblocks, first + per)):
                 m = (blk - first) % anchor
                 if m == 0:
                     start(P, Q, w, a, b, float(offset + blk * block))
-                for c in range(d):
+                for c in range(w.size):
                     Pt[c] = P[c] * cos_steps[m, c] + Q[c] * sin_steps[m, c]
                     Qt[c] = Q[c] * cos_steps[m, c] - P[c] * sin_steps[m, c]
                 if x is None:
@@ -153,8 +175,7 @@ def _jit(dtype: str = "float32", paired: bool = False) -> SimpleNamespace:
                     continue
                 for j in range(min(block, length - blk * block)):
                     p = blk * block + j
-                    for c in range(d):
-                        pe[c] = Pt[c] * X[j, c] + Qt[c] * Y[j, c]
+                    pe_row(pe_rows, X, Y, j, Pt, Qt)
                     for n in range(batch):
                         add(out, n, p, x, pe, stream)
                         for c in range(scalar):
@@ -170,17 +191,31 @@ def _work(spec: Spec) -> np.dtype:
     return np.dtype(np.float32 if spec.dtype in HALF_DTYPES else spec.dtype)
 
 
-def _sweeper(spec: Spec, arithmetic: np.dtype, paired: bool = False):
+def by_pairs(spec: Spec, arithmetic: np.dtype) -> bool:
+    """Whether a table is written by frequency pairs (impls/table/_pair_tile.py): float32
+    arithmetic, every frequency a sine and a cosine column (d even), whole groups of LANES."""
+    return (arithmetic == np.float32 and spec.layout in LAYOUTS and spec.d_model % 2 == 0
+            and spec.n_freq == spec.d_model // 2 and spec.n_freq % LANES == 0)
+
+
+def _sweeper(spec: Spec, arithmetic: np.dtype, paired: bool = False, pairs: bool = False):
     """Factory body shared by table and forward: compile for these types now, return run(out, x).
     `paired` (a bfloat16 table, d a multiple of WIDTH): every per-column input in `paired_order`,
     so that each block's rows, computed column by column, come out in the order the paired
-    store takes (impls/table/_tile.py)."""
+    store takes (impls/table/_tile.py). `pairs` (`by_pairs`): a table's rows, or a forward's
+    PE rows, by frequency pairs, the inputs per frequency."""
     import numba
 
-    kernels = _jit(spec.dtype if spec.dtype in HALF_DTYPES else "float32", paired)
+    dtype = spec.dtype if spec.dtype in HALF_DTYPES else "float32"
     steps = column_steps(spec)
-    w, a, b = steps.column_w, steps.a, steps.b
-    if paired:
+    if pairs:
+        kernels = _jit(dtype, pairs=(spec.layout, spec.cos_first))
+        w = steps.w
+        a, b = np.ones_like(w), np.zeros_like(w)   # P, Q: each frequency's sin and cos
+    else:
+        kernels = _jit(dtype, paired)
+        w, a, b = steps.column_w, steps.a, steps.b
+    if paired and not pairs:
         order = paired_order(spec.d_model)
         w, a, b = w[order], a[order], b[order]
     exact = spec.dtype == "float64"
@@ -189,7 +224,7 @@ def _sweeper(spec: Spec, arithmetic: np.dtype, paired: bool = False):
     # the block and step tables depend on the Spec alone: built once, like w
     anchor = min(ANCHOR_EXACT if exact else ANCHOR, -(-spec.length // block))
     X, Y, cos_steps, sin_steps = kernels.within_block(w, block, exact, anchor)
-    X, Y = X.astype(arithmetic), Y.astype(arithmetic)
+    X, Y = _line_aligned(X.astype(arithmetic)), _line_aligned(Y.astype(arithmetic))
 
     # a half forward is not streamed: against cached stores it measured no faster (bfloat16 and
     # float16, 2 x 65536 x 256, per-thread CPU time beside torch's x + pe; docs/fast.md)
@@ -202,6 +237,15 @@ def _sweeper(spec: Spec, arithmetic: np.dtype, paired: bool = False):
         return out
 
     return run
+
+
+def _line_aligned(table: np.ndarray) -> np.ndarray:
+    """A copy of `table` starting on a cache line: NumPy starts a small array 16 or 48 bytes
+    past one, and then every other 32-byte load of a row of X or Y spans two lines, which the
+    load ports pay twice (the rows are 64-byte multiples for every d the tile takes whole)."""
+    copy = aligned(aligned_owner(table.shape, table.dtype, LINE), table.shape, table.dtype, LINE)
+    copy[...] = table
+    return copy
 
 
 def _warm(run, spec: Spec, x=None) -> None:
@@ -229,7 +273,8 @@ def outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.nda
 
 
 def _build_table(spec: Spec, arithmetic: np.dtype, recycle: bool = False):
-    run = _sweeper(spec, arithmetic, paired=spec.dtype == "bfloat16" and spec.d_model % WIDTH == 0)
+    run = _sweeper(spec, arithmetic, paired=spec.dtype == "bfloat16" and spec.d_model % WIDTH == 0,
+                   pairs=by_pairs(spec, arithmetic))
     _warm(run, spec)
     storage = Storage(spec.dtype)
     output, result = outputs((spec.length, spec.d_model), storage.kernel, recycle), storage.result()
@@ -262,7 +307,7 @@ def build_numba_angleadd_recycled(spec: Spec):
 
 
 def _build_forward(spec: Spec, recycle: bool = False):
-    run = _sweeper(spec, _work(spec))
+    run = _sweeper(spec, _work(spec), pairs=by_pairs(spec, _work(spec)))
     storage = Storage(spec.dtype)
     _warm(run, spec, np.zeros((1, 1, spec.d_model), storage.kernel))
     per_shape: dict[tuple[int, ...], Callable[[], np.ndarray]] = {}   # outputs per shape of x
