@@ -13,7 +13,8 @@ Why: the per-column tile (impls/table/_tile.py) computes every column from its o
 although a sine column and its cosine column share their angle: 8 vector loads and 4 vector
 floating-point operations per 16 outputs. Here 8 frequencies' X, Y, S, C (4 loads) give 16
 outputs with the same 4 operations: half the loads, and X, Y (the L2-resident tables) half
-the size. The row loop alone (one thread, an L1 buffer) measured 0.157 -> see docs/fast.md.
+the size. The row loop alone (one thread, an L1 buffer): bfloat16 0.14-0.15 -> 0.10-0.12 ns an
+element, float16 0.12-0.14 -> 0.09-0.11 (docs/fast.md).
 The error is the per-column tile's: the same float32 tables and two roundings, then one into
 the output dtype (the cosine's `fma(C, x, -(S y))` is the column tile's `fma(P, X, Q Y)` with
 P = C, Q = -S).

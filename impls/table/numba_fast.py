@@ -5,8 +5,10 @@ L1/L2 (a block-start row P, Q of width d and a [block, d] table X, Y) and one
 store into the preallocated output; no transcendental, no temporary, no copy.
 A table's rows are written by an explicit-vector loop (impls/table/_tile.py) into output
 memory aligned to 32 bytes, by streaming stores when the table is at least the last-level
-cache's size (no read for ownership), each thread fencing them once at its end; a bfloat16
-table's columns are computed in the tile's paired order (`_sweeper(paired=True)`).
+cache's size (no read for ownership), each thread fencing them once at its end. Where every
+sine column has its cosine (`by_pairs`), rows and a forward's PE rows go by frequency pairs
+(impls/table/_pair_tile.py: half the loads, the same bits); else by columns, a bfloat16
+table's in the tile's paired order (`_sweeper(paired=True)`).
 One thread faults the output's pages in (`first_touch`) when several will write it (one
 thread faults them as it writes), then threads take contiguous runs of blocks.
 A block's start row (P, Q) is one angle-addition step, by float64 tables computed directly
