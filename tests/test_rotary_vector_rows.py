@@ -19,7 +19,8 @@ from harness.core.kinds.rotary import RotarySpec  # noqa: E402
 
 implementations()   # loads the built-ins under harness.impls
 from harness.impls._numba_half import codecs  # noqa: E402
-from harness.impls.rotary._vector_rows import LANES, PAIRED, WIDE, cache_row, rotation_row, wide_order  # noqa: E402
+from harness.impls.rotary._vector_rows import (LANES, PAIRED, WIDE, cache_row, rotation_row,  # noqa: E402
+                                              rotation_rows, wide_order)
 from tests.test_fast_half import _awkward_float32, kernels  # noqa: E402,F401 (kernels: a fixture)
 
 HALF = ("float16", "bfloat16")
@@ -100,6 +101,54 @@ def test_rotation_is_the_scalar_loop_bit_for_bit(dtype, interleaved):
     np.testing.assert_array_equal(got[~nan], want[~nan])
     np.testing.assert_array_equal(_nan_bits(got, dtype), _nan_bits(want, dtype))
     assert not np.array_equal(got, x) and np.array_equal(got[2 * n:], x[2 * n:])
+
+
+@pytest.mark.filterwarnings("ignore:invalid value", "ignore:overflow")
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", ("float32", *HALF))
+def test_rotation_rows_rotate_each_row_of_a_run_as_one_row_call(dtype, interleaved):
+    """A run of rows (row k at start + k stride, 3 dims past rot each) by cos/sin rows c0 + k
+    cstep, as rotation_row on each row: heads first (cstep 1) and a position's heads (cstep 0);
+    the dims past rot, and the rows before and after the run, untouched."""
+    rng, n, count, stride = np.random.default_rng(7), 24, 5, 2 * 24 + 3
+    if dtype == "float32":
+        x = rng.standard_normal(stride * (count + 2)).astype(np.float32)
+    else:
+        x = rng.integers(0, 2**16, stride * (count + 2), dtype=np.uint64).astype(np.uint16)
+    c, s = (rng.uniform(-1, 1, (count, n)).astype(np.float32) for _ in range(2))
+    row, rows = rotation_row(dtype, interleaved), rotation_rows(dtype, interleaved)
+
+    @numba.njit
+    def one_by_one(x, c, s, cstep):
+        for k in range(count):
+            row(x[(k + 1) * stride:(k + 1) * stride + 2 * n], c[k * cstep], s[k * cstep])
+
+    @numba.njit
+    def as_a_run(x, c, s, cstep):
+        return rows(x, stride, stride, count, c, s, 0, cstep)
+
+    for cstep in (1, 0):
+        want, got = x.copy(), x.copy()
+        one_by_one(want, c, s, cstep)
+        assert as_a_run(got, c, s, cstep)
+        bits = got.view(np.uint32) if dtype == "float32" else got
+        np.testing.assert_array_equal(bits, want.view(bits.dtype))
+        assert not np.array_equal(got, x)
+        untouched = np.ones(x.size, bool)
+        for k in range(count):
+            untouched[(k + 1) * stride:(k + 1) * stride + 2 * n] = False
+        np.testing.assert_array_equal(got[untouched], x[untouched])
+
+
+def test_rotation_rows_leave_float64_to_the_caller():
+    rows = rotation_rows("float32", False)
+
+    @numba.njit
+    def call(x, c):
+        return rows(x, 0, 16, 1, c, c, 0, 1)
+
+    x = np.ones(16)
+    assert not call(x, np.ones((1, 8))) and np.all(x == 1)
 
 
 def test_wide_order_puts_even_then_odd_frequencies_in_each_whole_step():

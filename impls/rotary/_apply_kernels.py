@@ -33,13 +33,14 @@ def apply_kernels(dtype: str = "float32") -> SimpleNamespace:
     import numpy as np
 
     from .._numba_half import HALF_DTYPES, codecs
-    from ._vector_rows import rotation_row
+    from ._vector_rows import LANES, rotation_row, rotation_rows
 
     codec = codecs()[dtype]
     store, load = codec.store, codec.load
     half = dtype in HALF_DTYPES
     half_rotation, pairs_rotation = ((rotation_row(dtype, False), rotation_row(dtype, True)) if half
                                      else (None, None))
+    half_rows, pairs_rows = rotation_rows(dtype, False), rotation_rows(dtype, True)
     shared = common()
     angle_row, chunks = shared.angle_row, shared.chunks
     njit = cached_njit(fastmath=FASTMATH)
@@ -108,6 +109,21 @@ def apply_kernels(dtype: str = "float32") -> SimpleNamespace:
                 xs, os = xf[start:start + run], of[start:start + run]
                 for j in range(run):   # from 0: no negative-index fix-up in the loop
                     os[j] = xs[j]
+        if n % LANES == 0:   # runs of rows by one vector call each (float64: False, the loop below)
+            of, count = o.reshape(-1), p1 - p0
+            done = True
+            if seq_first:    # a position's heads share its cos/sin row
+                for u in range(count):
+                    start = ((b * o.shape[1] + p0 + u) * heads) * d
+                    done = (pairs_rows(of, start, d, heads, c, s, u, 0) if interleaved
+                            else half_rows(of, start, d, heads, c, s, u, 0))
+            else:            # a head's block: rows p0:p1, one cos/sin row each
+                for h in range(heads):
+                    start = ((b * heads + h) * o.shape[2] + p0) * d
+                    done = (pairs_rows(of, start, d, count, c, s, 0, 1) if interleaved
+                            else half_rows(of, start, d, count, c, s, 0, 1))
+            if done:
+                return
         outer, inner = (p1 - p0, heads) if seq_first else (heads, p1 - p0)
         for u in range(outer):
             for v in range(inner):

@@ -15,5 +15,7 @@ EVERY_SPEC = RotarySupports()
 NUMPY = RotarySupports(dtypes=NUMPY_DTYPES, why_dtypes="NumPy has no bfloat16")
 #: Numba's kernels store half dtypes as uint16 bits (impls/_numba_half.py): every dtype.
 NUMBA = RotarySupports()
+#: A bfloat16-only design (rotary-numba-cache-away-recycled: its rounding is bfloat16's).
+BFLOAT16 = RotarySupports(dtypes=("bfloat16",), why_dtypes="its rounding is bfloat16's own")
 PYTHON = RotarySupports(dtypes=NUMPY_DTYPES, max_elements=PYTHON_ELEMENTS,
                         why_dtypes="its results are NumPy arrays, and NumPy has no bfloat16")

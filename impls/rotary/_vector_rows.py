@@ -45,11 +45,12 @@ def wide_order(n: int) -> np.ndarray:
     return order
 
 
-def _paired_bf16_bits(builder, value):
+def _paired_bf16_bits(builder, value, away: bool = False):
     """<WIDE x float> whose first half holds even frequencies and second half the odd ones
     (`wide_order`) -> <WIDE x i16> bfloat16 bits in frequency order, rounded to nearest even as
-    `vector_bits` (finite values): each 32-bit lane of the result is the even value's upper
-    half, shifted down, beside the odd value's upper half, kept where it is."""
+    `vector_bits` (finite values), or with `away` to nearest, ties away from zero (`AWAY`):
+    each 32-bit lane of the result is the even value's upper half, shifted down, beside the
+    odd value's upper half, kept where it is."""
     from llvmlite import ir
 
     half = WIDE // 2
@@ -59,8 +60,11 @@ def _paired_bf16_bits(builder, value):
         return ir.Constant(t, [x] * t.count)
 
     u = builder.bitcast(value, i32w)
-    odd = builder.and_(builder.lshr(u, splat(i32w, 16)), splat(i32w, 1))
-    t = builder.add(builder.add(u, splat(i32w, 0x7FFF)), odd)
+    if away:
+        t = builder.add(u, splat(i32w, 0x8000))
+    else:
+        odd = builder.and_(builder.lshr(u, splat(i32w, 16)), splat(i32w, 1))
+        t = builder.add(builder.add(u, splat(i32w, 0x7FFF)), odd)
     take = ir.Constant(ir.VectorType(ir.IntType(32), half), list(range(half)))
     rest = ir.Constant(ir.VectorType(ir.IntType(32), half), list(range(half, WIDE)))
     even, odd_ = (builder.shuffle_vector(t, t, m) for m in (take, rest))
@@ -68,13 +72,35 @@ def _paired_bf16_bits(builder, value):
     return builder.bitcast(both, ir.VectorType(ir.IntType(16), WIDE))
 
 
+def _away_bf16_bits(builder, value):
+    """<n x float> -> <n x i16> bfloat16 bits rounded to nearest, ties away from zero (`AWAY`):
+    add half of the last kept bit's weight to the magnitude's bits, keep the upper half."""
+    from llvmlite import ir
+
+    i32 = ir.VectorType(ir.IntType(32), value.type.count)
+    t = builder.add(builder.bitcast(value, i32), ir.Constant(i32, [0x8000] * value.type.count))
+    return builder.trunc(builder.lshr(t, ir.Constant(i32, [16] * value.type.count)),
+                         ir.VectorType(ir.IntType(16), value.type.count))
+
+
 def _cache_steps(builder, dtype: str, interleaved: bool, lanes: int, start, count, n, outs, coarse, fine,
                  rounding):
     """`count` steps of `lanes` frequencies from `start`: cos and sin, rounded (`rounding`:
     impls/_numba_half.vector_bits), four copies, in each row; `outs`: (cos, sin) pointers of each
     row, `coarse`: (a, b), `fine`: (x, y) of each row (pointers to the rows' first elements)."""
-    from llvmlite import ir
     from numba.core import cgutils
+
+    with cgutils.for_range(builder, count) as loop:
+        f = builder.add(start, builder.mul(loop.index, n.type(lanes)))
+        cache_step(builder, dtype, interleaved, lanes, f, n, outs, coarse, fine, rounding)
+
+
+def cache_step(builder, dtype: str, interleaved: bool, lanes: int, f, n, outs, coarse, fine, rounding,
+               away: bool = False):
+    """One step of `lanes` frequencies from `f` (an IR integer, a constant where the caller
+    unrolls) of every row in `outs`, as `_cache_steps` describes: a and b loaded once for all.
+    `away`: bfloat16 rounded to nearest with ties away from zero (`AWAY`)."""
+    from llvmlite import ir
 
     f32v = ir.VectorType(ir.FloatType(), lanes)
     pairs = ir.Constant(ir.VectorType(ir.IntType(32), 2 * lanes), [k // 2 for k in range(2 * lanes)])
@@ -89,29 +115,29 @@ def _cache_steps(builder, dtype: str, interleaved: bool, lanes: int, start, coun
         builder.store(bits, builder.bitcast(builder.gep(ptr, [at]), bits.type.as_pointer()),
                       align=4 if dtype == "float32" else 2)
 
-    with cgutils.for_range(builder, count) as loop:
-        f = builder.add(start, builder.mul(loop.index, n.type(lanes)))
-        va, vb = (load(p, f) for p in coarse)
-        for (outc, outs_), (px, py) in zip(outs, fine):
-            vx, vy = load(px, f), load(py, f)
-            fm = {"flags": CONTRACT}
-            c = builder.fsub(builder.fmul(va, vx, **fm), builder.fmul(vb, vy, **fm), **fm)
-            s = builder.fadd(builder.fmul(vb, vx, **fm), builder.fmul(va, vy, **fm), **fm)
-            # finite: products of finite table values of magnitude <= 1 are never NaN
-            if dtype == "float32":
-                cb, sb = c, s
-            elif lanes == WIDE and dtype in PAIRED:
-                cb, sb = (_paired_bf16_bits(builder, v) for v in (c, s))
-            else:
-                cb, sb = (rounding(builder, v, dtype, finite=True) for v in (c, s))
-            if interleaved:
-                put(outc, f, cb)
-                put(outs_, f, sb)
-            else:
-                second = builder.add(f, n)
-                for ptr, bits in ((outc, cb), (outs_, sb)):
-                    put(ptr, f, bits)
-                    put(ptr, second, bits)
+    va, vb = (load(p, f) for p in coarse)
+    for (outc, outs_), (px, py) in zip(outs, fine):
+        vx, vy = load(px, f), load(py, f)
+        fm = {"flags": CONTRACT}
+        c = builder.fsub(builder.fmul(va, vx, **fm), builder.fmul(vb, vy, **fm), **fm)
+        s = builder.fadd(builder.fmul(vb, vx, **fm), builder.fmul(va, vy, **fm), **fm)
+        # finite: products of finite table values of magnitude <= 1 are never NaN
+        if dtype == "float32":
+            cb, sb = c, s
+        elif lanes == WIDE and dtype in PAIRED:
+            cb, sb = (_paired_bf16_bits(builder, v, away) for v in (c, s))
+        elif away and dtype == "bfloat16":
+            cb, sb = (_away_bf16_bits(builder, v) for v in (c, s))
+        else:
+            cb, sb = (rounding(builder, v, dtype, finite=True) for v in (c, s))
+        if interleaved:
+            put(outc, f, cb)
+            put(outs_, f, sb)
+        else:
+            second = builder.add(f, n)
+            for ptr, bits in ((outc, cb), (outs_, sb)):
+                put(ptr, f, bits)
+                put(ptr, second, bits)
 
 
 def _cache_row_body(builder, dtype: str, interleaved: bool, n, outs, coarse, fine, rounding):
@@ -212,27 +238,67 @@ def _half_value(builder, bits, dtype: str):
                            ir.VectorType(ir.FloatType(), LANES))
 
 
-@functools.cache
-def rotation_row(dtype: str, interleaved: bool):
-    """The intrinsic `(x, c, s) -> lanes done` rotating one head's row of a half dtype where it
-    lies: each pair (p, q) of frequency f ("half": columns f and n + f; "interleaved": 2f and
-    2f + 1) becomes (p c - q s, q c + p s) in float32, rounded once, as the apply kernels'
-    scalar loop does; n = c.size, and frequencies from `lanes done` on are left to the caller.
-    Both of a pair's values are loaded before either is stored, so in place is safe."""
+def rotate_vectors(builder, dtype: str, interleaved: bool, px, pc, ps, n, vectors):
+    """The first `vectors` LANES-steps of one row at px rotated where it lies by cos/sin rows at
+    pc, ps (float32 pointers): each pair (p, q) of frequency f ("half": columns f and n + f;
+    "interleaved": 2f and 2f + 1) becomes (p c - q s, q c + p s) in float32 (`contract`, as the
+    kernels' scalar loop), a half dtype widened on load and rounded once on store (`vector_bits`,
+    NaN kept). Both of a pair's values are loaded before either is stored: in place is safe."""
     from llvmlite import ir
-    from numba.core import cgutils, types
-    from numba.extending import intrinsic
+    from numba.core import cgutils
 
-    from .._numba_half import vector_bits   # captured: its file's stamp keys the on-disk cache
+    from .._numba_half import vector_bits
 
-    f32v, i16 = ir.VectorType(ir.FloatType(), LANES), ir.IntType(16)
-    i32 = ir.IntType(32)
+    f32v, i32 = ir.VectorType(ir.FloatType(), LANES), ir.IntType(32)
+    element = ir.FloatType() if dtype == "float32" else ir.IntType(16)
     evens = ir.Constant(ir.VectorType(i32, LANES), [2 * k for k in range(LANES)])
     odds = ir.Constant(ir.VectorType(i32, LANES), [2 * k + 1 for k in range(LANES)])
     zipped = ir.Constant(ir.VectorType(i32, 2 * LANES), [k // 2 + (k % 2) * LANES for k in range(2 * LANES)])
+    align = 4 if dtype == "float32" else 2
 
-    def vector_at(builder, ptr, at, lanes, element):
-        return builder.bitcast(builder.gep(ptr, [at]), ir.VectorType(element, lanes).as_pointer())
+    def vector_at(ptr, at, lanes, kind):
+        return builder.bitcast(builder.gep(ptr, [at]), ir.VectorType(kind, lanes).as_pointer())
+
+    def value(bits):
+        return bits if dtype == "float32" else _half_value(builder, bits, dtype)
+
+    def bits(v):
+        return v if dtype == "float32" else vector_bits(builder, v, dtype)
+
+    with cgutils.for_range(builder, vectors) as loop:
+        f = builder.mul(loop.index, n.type(LANES))
+        vc = builder.load(vector_at(pc, f, LANES, ir.FloatType()), align=4)
+        vs = builder.load(vector_at(ps, f, LANES, ir.FloatType()), align=4)
+        if interleaved:
+            at = vector_at(px, builder.shl(f, f.type(1)), 2 * LANES, element)
+            both = builder.load(at, align=align)
+            pb, qb = (builder.shuffle_vector(both, both, m) for m in (evens, odds))
+        else:
+            first = vector_at(px, f, LANES, element)
+            second = vector_at(px, builder.add(f, n), LANES, element)
+            pb, qb = builder.load(first, align=align), builder.load(second, align=align)
+        p, q = value(pb), value(qb)
+        fm = {"flags": CONTRACT}
+        new_p = builder.fsub(builder.fmul(p, vc, **fm), builder.fmul(q, vs, **fm), **fm)
+        new_q = builder.fadd(builder.fmul(q, vc, **fm), builder.fmul(p, vs, **fm), **fm)
+        pb, qb = bits(new_p), bits(new_q)
+        if interleaved:
+            builder.store(builder.shuffle_vector(pb, qb, zipped), at, align=align)
+        else:
+            builder.store(pb, first, align=align)
+            builder.store(qb, second, align=align)
+
+
+@functools.cache
+def rotation_row(dtype: str, interleaved: bool):
+    """The intrinsic `(x, c, s) -> lanes done` rotating one head's row of a half dtype where it
+    lies (`rotate_vectors`), as the apply kernels' scalar loop does; n = c.size, and
+    frequencies from `lanes done` on are left to the caller."""
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    from .._numba_half import vector_bits   # noqa: F401  captured: its file's stamp keys the on-disk cache
+    rotate = rotate_vectors
 
     @intrinsic
     def row(typingctx, x, c, s):
@@ -241,30 +307,49 @@ def rotation_row(dtype: str, interleaved: bool):
             px, pc, ps = (arr.data for arr in arrays)
             n = arrays[1].nitems
             vectors = builder.sdiv(n, n.type(LANES))
-            with cgutils.for_range(builder, vectors) as loop:
-                f = builder.mul(loop.index, n.type(LANES))
-                vc = builder.load(vector_at(builder, pc, f, LANES, ir.FloatType()), align=4)
-                vs = builder.load(vector_at(builder, ps, f, LANES, ir.FloatType()), align=4)
-                if interleaved:
-                    at = vector_at(builder, px, builder.shl(f, f.type(1)), 2 * LANES, i16)
-                    both = builder.load(at, align=2)
-                    pb, qb = (builder.shuffle_vector(both, both, m) for m in (evens, odds))
-                else:
-                    first = vector_at(builder, px, f, LANES, i16)
-                    second = vector_at(builder, px, builder.add(f, n), LANES, i16)
-                    pb, qb = builder.load(first, align=2), builder.load(second, align=2)
-                p, q = _half_value(builder, pb, dtype), _half_value(builder, qb, dtype)
-                fm = {"flags": CONTRACT}
-                new_p = builder.fsub(builder.fmul(p, vc, **fm), builder.fmul(q, vs, **fm), **fm)
-                new_q = builder.fadd(builder.fmul(q, vc, **fm), builder.fmul(p, vs, **fm), **fm)
-                pb, qb = vector_bits(builder, new_p, dtype), vector_bits(builder, new_q, dtype)
-                if interleaved:
-                    builder.store(builder.shuffle_vector(pb, qb, zipped), at, align=2)
-                else:
-                    builder.store(pb, first, align=2)
-                    builder.store(qb, second, align=2)
+            rotate(builder, dtype, interleaved, px, pc, ps, n, vectors)
             return builder.mul(vectors, n.type(LANES))
 
         return types.intp(x, c, s), codegen
 
     return row
+
+
+@functools.cache
+def rotation_rows(dtype: str, interleaved: bool):
+    """The intrinsic `(x, start, stride, count, c, s, c0, cstep) -> rotated` rotating `count` rows of the
+    flat array x where they lie (row k at element start + k stride) by rows c0 + k cstep of the
+    2-D cos/sin tables c, s (n = their width, a multiple of LANES: the caller checks), float32
+    or a half dtype's bits (`rotate_vectors`). Why: one call per run of rows (a head's block,
+    or a position's heads) instead of one per row, which cost a view and LLVM's runtime alias
+    checks per row in the float32 loop. float64 tables: False, nothing done (the caller's loop)."""
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    from .._numba_half import vector_bits   # noqa: F401  captured: its file's stamp keys the on-disk cache
+    rotate = rotate_vectors
+
+    @intrinsic
+    def rows(typingctx, x, start, stride, count, c, s, c0, cstep):
+        sig = types.boolean(x, start, stride, count, c, s, c0, cstep)
+        if c.dtype != types.float32:   # float64 (the float32 codec's other dtype): the caller's loop
+            return sig, lambda context, builder, signature, args: context.get_constant(types.boolean, False)
+
+        def codegen(context, builder, signature, args):
+            t = signature.args
+            xa, ca, sa = (context.make_array(t[k])(context, builder, args[k]) for k in (0, 4, 5))
+            start_, stride_, count_, c0_, cstep_ = (context.cast(builder, args[k], t[k], types.intp)
+                                                    for k in (1, 2, 3, 6, 7))
+            n = cgutils.unpack_tuple(builder, ca.shape)[1]
+            vectors = builder.sdiv(n, n.type(LANES))
+            with cgutils.for_range(builder, count_) as loop:
+                k = loop.index
+                px = builder.gep(xa.data, [builder.add(start_, builder.mul(k, stride_))])
+                row = builder.mul(builder.add(c0_, builder.mul(k, cstep_)), n)
+                rotate(builder, dtype, interleaved, px, builder.gep(ca.data, [row]),
+                       builder.gep(sa.data, [row]), n, vectors)
+            return context.get_constant(types.boolean, True)
+
+        return sig, codegen
+
+    return rows
