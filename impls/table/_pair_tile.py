@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 
-from ._tile import STREAM_ALIGN
+from ._tile import STREAM_ALIGN, row_arguments
 
 #: Frequencies per step: 8 float32 lanes, 16 output columns.
 LANES = 8
@@ -93,20 +93,16 @@ def pair_tile(store: str, layout: str, cos_first: bool):
 
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    words, bits = _pair_words, _bits   # in the closure: the on-disk cache key follows them
+    words, bits, arguments = _pair_words, _bits, row_arguments   # in the closure: the cache key
 
     @intrinsic
     def pair_rows(typingctx, out, row0, X, Y, j0, rows, S, C, stream):
         sig = types.void(out, row0, X, Y, j0, rows, S, C, stream)
 
         def codegen(context, builder, signature, args):
-            o_t, _, x_t, _, _, _, s_t, _, st_t = signature.args
-            o = context.make_array(o_t)(context, builder, args[0])
-            xa, ya = (context.make_array(x_t)(context, builder, args[i]) for i in (2, 3))
-            sa, ca = (context.make_array(s_t)(context, builder, args[i]) for i in (6, 7))
+            o_t, st_t = signature.args[0], signature.args[8]
+            o, xa, ya, sa, ca, row0_, j0_, rows_ = arguments(context, builder, signature, args)
             intp = context.get_value_type(types.intp)
-            row0_, j0_, rows_ = (context.cast(builder, args[i], signature.args[i], types.intp)
-                                 for i in (1, 4, 5))
             vec = ir.VectorType(ir.FloatType(), LANES)
             oitem = context.get_abi_sizeof(context.get_value_type(o_t.dtype))
             ostride = cgutils.unpack_tuple(builder, o.strides)[0]

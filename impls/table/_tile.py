@@ -101,6 +101,18 @@ def _vector_store(builder, value, pointer, store: str, element, align: int, stre
         stored.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
 
 
+def row_arguments(context, builder, signature, args):
+    """A row intrinsic's (out, row0, X, Y, j0, rows, P, Q, stream) as LLVM values: the arrays
+    (out, X, Y, P, Q), then row0, j0, rows as intp (this tile's and impls/table/_pair_tile.py's)."""
+    from numba.core import types
+
+    o_t, x_t, p_t = signature.args[0], signature.args[2], signature.args[6]
+    arrays = [context.make_array(t)(context, builder, args[i])
+              for i, t in ((0, o_t), (2, x_t), (3, x_t), (6, p_t), (7, p_t))]
+    counts = [context.cast(builder, args[i], signature.args[i], types.intp) for i in (1, 4, 5)]
+    return (*arrays, *counts)
+
+
 @functools.cache
 def tile(store: str):
     """The intrinsic for one output dtype (`store`: "native" for float32 and float64, whose
@@ -112,20 +124,16 @@ def tile(store: str):
 
     # held in the intrinsic's closure, so that the on-disk cache's key (impls/_numba_cache.py)
     # follows this module and impls/_numba_half.py, not only the file the intrinsic is in
-    store_vector, rounding = _vector_store, vector_bits
+    store_vector, rounding, arguments = _vector_store, vector_bits, row_arguments
 
     @intrinsic
     def tile_rows(typingctx, out, row0, X, Y, j0, rows, P, Q, stream):
         sig = types.void(out, row0, X, Y, j0, rows, P, Q, stream)
 
         def codegen(context, builder, signature, args):
-            o_t, _, x_t, _, _, _, p_t, _, s_t = signature.args
-            o = context.make_array(o_t)(context, builder, args[0])
-            xa, ya = (context.make_array(x_t)(context, builder, args[i]) for i in (2, 3))
-            pa, qa = (context.make_array(p_t)(context, builder, args[i]) for i in (6, 7))
+            o_t, x_t, s_t = signature.args[0], signature.args[2], signature.args[8]
+            o, xa, ya, pa, qa, row0_, j0_, rows_ = arguments(context, builder, signature, args)
             intp = context.get_value_type(types.intp)
-            row0_, j0_, rows_ = (context.cast(builder, args[i], signature.args[i], types.intp)
-                                 for i in (1, 4, 5))
             work = context.get_value_type(x_t.dtype)
             element = context.get_value_type(o_t.dtype)
             vec = ir.VectorType(work, WIDTH)
