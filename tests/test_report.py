@@ -107,7 +107,7 @@ def write_run(root: Path, name: str = "run-a", machine: str = "testbox",
 
 def without_plots(patch: pytest.MonkeyPatch) -> None:
     """For tests of tables and rules: skip drawing (the plots have their own test)."""
-    patch.setattr(pipeline, "_draw", lambda *args, **kwargs: {})
+    patch.setattr(pipeline, "_start_drawing", lambda *args, **kwargs: dict)
 
 
 @pytest.fixture
@@ -186,6 +186,7 @@ def test_no_verify_csv_means_no_recommendation(tmp_path, no_plots):
     assert recommend(run.bench, run.verify) == []
     text = build([run.path]).read_text()
     assert "no verify.csv, so nothing can be recommended" in section(text, "Recommendation")
+    assert not list(run.path.glob("plots/*.png"))   # no_plots draws none: a dead patch drew all
 
 
 def test_regimes_cover_sizes_without_gaps():
