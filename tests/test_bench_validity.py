@@ -204,6 +204,26 @@ def test_invalid_results_are_invalid_and_not_timed(build, words):
     assert outcome.first_call_s > 0 and outcome.build_s >= 0
 
 
+@pytest.mark.parametrize("build, words", [
+    (returns_none, "returned None"),
+    (wrong_shape, "shape (63, 64), expected (64, 64)"),
+    (wrong_dtype, "dtype float64, expected float32"),
+    (has_nan, "1 NaN/Inf values (first at position 3, column 5)"),
+    (cached_buffer, "after poisoning the first result"),
+    (cached_read_only, "returned the same buffer twice"),
+])
+def test_a_roof_gets_the_same_checks_of_its_first_and_warm_results(build, words, monkeypatch):
+    """A roof keeps no copy of its values (nothing judges them, and its timed result is not
+    compared), but a broken first or warm result is caught as an implementation's is."""
+    monkeypatch.setenv("PE_HARNESS_BENCH_SAMPLE_SEED", "5")
+    outcome, bench = run(build, cell(is_roof=True))
+    assert outcome.status == "invalid" and words in outcome.reason, outcome
+    assert bench.calls == 0
+    fine, _ = run(builds_fresh, cell(is_roof=True))
+    timed, _ = run(builds_fresh, cell())
+    assert fine.status == "ok" and fine.sampled == () and len(timed.sampled) == 2
+
+
 @pytest.mark.parametrize("build", [builds_fresh, recycled, block_tables])
 def test_a_fresh_finite_table_each_call_is_timed_ok(build):
     outcome, bench = run(build)
