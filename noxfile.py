@@ -70,7 +70,7 @@ def harness(session: nox.Session, verb: str) -> None:
 #: pytest-xdist: the tests in two processes, one per core of the 2-core machine the suite's time
 #: is promised on, a test file per process at a time (`loadfile`: a module's fixture is built once,
 #: where spreading a module's tests over both processes built each of them twice).
-PARALLEL = ("-n", "2", "--dist", "loadfile")
+PARALLEL = ("-n", "2", "--dist", "loadfile", "--no-loadscope-reorder")   # tests/conftest.py
 
 
 @nox.session(venv_backend="none")

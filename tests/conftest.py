@@ -25,6 +25,17 @@ def pytest_addoption(parser) -> None:
                           "(`nox -s tests`) or its full list with the random ones (`nox -s matrix`)")
 
 
+#: The test file whose verdicts take a core for most of `nox -s tests` (its matrix process).
+MATRIX_FILE = "tests/test_implementations.py"
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """The matrix's tests first: under `--dist loadfile --no-loadscope-reorder` (noxfile
+    PARALLEL) one xdist worker starts its verdicts at once while the other takes the rest;
+    scheduled by test count, the matrix started after a dozen files and the suite ended on it."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0] != MATRIX_FILE)
+
+
 def pytest_configure(config) -> None:
     """Under pytest-xdist (`nox -s tests`), keep its worker variables from the processes the
     tests start: a bench worker runs its own pytest, where PYTEST_XDIST_WORKER makes
