@@ -56,3 +56,16 @@ def test_eta_weighs_the_cells_left_by_their_size():
         progress.line({**row(0), "key": c.key, "bytes_out": c.bytes_out})
     assert progress.left_s() > 10 * 9 * 0.099                       # not 10 x 0.1 s
     assert set(progress.pending) == {c.key for c in large}
+
+
+def test_a_burst_of_skipped_cells_does_not_shrink_the_eta():
+    """Five cells a second apart, then 25 skipped at once (pruned as far behind): the 20 cells
+    left still take about 20 s, not the skips' zero gaps (the default sweep's console read
+    ETA 1m27s with 5.5 minutes to come)."""
+    times = iter([0.0] + [float(i + 1) for i in range(5)] + [5.0] * 25)
+    progress = Progress(50, clock=lambda: next(times))
+    for i in range(5):
+        progress.line(row(i))
+    for i in range(25):
+        progress.line({**row(i), "status": "skip", "reason": "far behind"})
+    assert progress.left_s() == 20.0

@@ -8,7 +8,9 @@ all until a few cells have finished. A cell's weight grows with the bytes it
 writes per thread (`weight`): a sweep's small cells come first in every worker
 and its largest take several times as long, so a plain count of the cells left
 read "55s" with half the sweep's time still to come. Cells whose weight is not
-known (not announced with `expect`) weigh 1. A timing the machine's load
+known (not announced with `expect`) weigh 1. Skipped cells (far behind at a smaller size, over
+a budget) are written in bursts without running: their zero gaps had the ETA read 1m27s with
+5.5 minutes of the default sweep to come, so only cells that ran give gaps. A timing the machine's load
 may have distorted is marked `FLAGGED (why)` (harness.bench.contention).
 """
 
@@ -71,7 +73,7 @@ class Progress:
         """Seconds until the last cell (None until ETA_AFTER cells have finished)."""
         if self.done >= self.total:
             return 0.0
-        if self.done < ETA_AFTER:
+        if self.done < ETA_AFTER or not self.gaps:
             return None
         known = [w for ws in self.pending.values() for w in ws]
         unknown = max(0, self.total - self.done - len(known))
@@ -87,10 +89,12 @@ class Progress:
         now = self.clock()
         elapsed = now - self.started
         waiting = self.pending.get(str(row.get("key")))
-        self.gaps.append((now - self.last) / (waiting.pop() if waiting else weight(row)))
+        unit = waiting.pop() if waiting else weight(row)
         if waiting == []:
             del self.pending[str(row.get("key"))]
-        self.last = now
+        if row.get("status") != "skip":   # a skip is written at once, untimed: no gap of its own
+            self.gaps.append((now - self.last) / unit)
+            self.last = now
         width = len(str(self.total))
         what = (f"[{self.done:>{width}}/{self.total}] {row['impl']:<24} {row['workload']:<7} "
                 f"{row['length']:>6}x{row['d_model']:<5} {row['dtype']:<8} {row['threads']}t")
