@@ -247,3 +247,27 @@ def test_a_workload_whose_usual_choice_was_not_timed_claims_no_speedup_over_it(t
     timed = section(build([write_run(tmp_path, "run-b", bench=bench_rows(**SMALL))]).read_text(),
                     "Workload `table`")
     assert "speedup is seed-numpy-stack's median" in timed
+
+
+def test_a_thread_count_only_a_one_thread_implementation_was_timed_at_recommends_nothing(tmp_path):
+    """At the small size only slow-loops (pure Python, 1 thread only) has a 1-thread cell: no
+    1-thread pick there (the committed run recommended seed-python-loops at 1 thread, 480 ms,
+    beside a 101 us pick at 2); where fast-good was timed at 1 thread too, the 1-thread group
+    keeps its pick."""
+    rows = [r for r in bench_rows(**SMALL) + bench_rows(impls=("slow-loops",), sizes=SMALL["sizes"])
+            if r["threads"] == 2 or r["impl"] == "slow-loops" or r["length"] == 8192]
+    rows = [r for r in rows if not (r["impl"] == "slow-loops" and r["threads"] == 2)]
+    run = load_run(write_run(tmp_path, bench=rows))
+    picks = {(p.regime.name, p.dtype, p.threads): p.impl for p in recommend(run.bench, run.verify)}
+    assert ("small", "float32", 1) not in picks
+    assert picks[("small", "float32", 2)] == "fast-good"
+    assert picks[("medium", "float32", 1)] == "fast-good"
+    # fast-good's small 2-thread cell flagged for load, timed again at 1 thread: that 1-thread
+    # group shares it with the 2-thread cells (flagged ones count) and keeps its pick
+    flagged = [{**r, "flags": "load: 1.9 cores busy" if (r["impl"], r["length"], r["threads"]) ==
+                ("fast-good", 1024, 2) else ""} for r in rows]
+    again = [{**r, "threads": 1} for r in flagged if (r["impl"], r["length"], r["threads"]) ==
+             ("fast-good", 1024, 2)]
+    run = load_run(write_run(tmp_path, "run-b", bench=flagged + [{**r, "flags": ""} for r in again]))
+    picks = {(p.regime.name, p.dtype, p.threads): p.impl for p in recommend(run.bench, run.verify)}
+    assert picks[("small", "float32", 1)] == "fast-good"

@@ -100,12 +100,29 @@ def recommend(bench: pd.DataFrame, verify: Optional[pd.DataFrame],
     marked = flagged_rows(rows) & rows["ok"]
     usable = rows[rows["ok"] & (include_flagged | ~marked)]
     notes = _flag_notes(rows[marked]) if not include_flagged else {}
-    groups = usable.groupby(GROUP, sort=False)
-    picks = [p for key, group in groups
+    groups = {key: group for key, group in usable.groupby(GROUP, sort=False)
+              if not _incidental(key, group, rows[rows["ok"]])}
+    picks = [p for key, group in groups.items()
              if (p := _pick(group, verify, invalid, notes.get(key, ()))) is not None]
     order = {r.name: i for i, r in enumerate(REGIMES)}
     return sorted(picks, key=lambda p: (workload_rank(p.workload), p.device,
                                         order[p.regime.name], p.dtype, p.threads))
+
+
+def _incidental(key: tuple, group: pd.DataFrame, timed_ok: pd.DataFrame) -> bool:
+    """Whether a group at fewer threads than its workload, regime, dtype and device's most
+    shares none of its implementations with the cells timed ok there (flagged ones included:
+    a cell flagged for load is timed again at the threads the load left): only what runs at
+    no other thread count (the pure-Python seed, at 1 thread at every size, where the default
+    sweep times 1 thread at the largest size only). Its pick would be advice nobody timed:
+    the committed run recommended seed-python-loops at 1 thread, 480 ms, beside a 101 us pick
+    at 2."""
+    *rest, threads = key
+    same = timed_ok[(timed_ok[GROUP[:-1]] == pd.Series(rest, index=GROUP[:-1])).all(axis=1)]
+    most = same["threads"].max()
+    if threads == most:
+        return False
+    return not set(group["impl"]) & set(same.loc[same["threads"] == most, "impl"])
 
 
 def invalid_reasons(rows: pd.DataFrame) -> dict[tuple[str, str], str]:
