@@ -33,7 +33,7 @@ def test_every_plot_is_drawn_in_the_pool_frontiers_and_error_plot_included(tmp_p
                           "workload": ["table", "forward"]})
     run = SimpleNamespace(bench=bench, verify=None, machine="m")
     trades = [SimpleNamespace(workload="table"), SimpleNamespace(workload="forward")]
-    drawn = pipeline._draw(run, tmp_path, {"table": "a", "forward": "b"}, trades, {})
+    drawn = pipeline._start_drawing(run, tmp_path, {"table": "a", "forward": "b"}, trades, {})()
     assert {"frontier-table", "frontier-forward", "error", "time-table", "threads-forward"} <= set(drawn)
     pids = [line.split() for line in log.read_text().splitlines()]
     assert {name for name, _ in pids} >= {"frontier", "error_vs_position", "time_vs_length"}

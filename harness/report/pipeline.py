@@ -190,18 +190,13 @@ def _workload_plots(bench: pd.DataFrame, named: dict[str, str], machine: str, wh
             f"threads-{w}": plots.scaling(bench, w, machine, where / f"threads-{w}.png", styles)}
 
 
-def _draw(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
-          roles: dict[str, str]) -> dict[str, Path]:
-    """Every plot of a one-run report, keyed `kind-workload` (and `error`); absent when empty."""
-    return _start_drawing(run, where, named, trades, roles)()
-
-
 def _start_drawing(run: Run, where: Path, named: dict[str, str], trades: list[Tradeoff],
                    roles: dict[str, str]) -> Callable[[], dict[str, Path]]:
-    """Start drawing every plot of a one-run report; returns the call that waits for them
-    (`_draw`'s answer). Each workload's four plots, each frontier and the error plot are tasks
-    of their own, drawn at once on every core (seconds of Agg layout each: the frontiers drawn
-    one after another here once came after the rest, about a quarter of the report's time),
+    """Start drawing every plot of a one-run report; returns the call that waits for them and
+    gives each plot's path, keyed `kind-workload` (and `error`; absent when empty). Each
+    workload's four plots, each frontier and the error plot are tasks of their own, drawn at
+    once on every core (seconds of Agg layout each: the frontiers drawn one after another here
+    once came after the rest, about a quarter of the report's time),
     while the report's tables are computed (drawing only after them left a core idle for as
     long as the tables took)."""
     verified = run.verify["impl"] if run.verify is not None else []

@@ -93,14 +93,10 @@ def accuracy_vs_speed(trades: Sequence[Tradeoff], figures: Mapping[str, Path], o
     return markdown.join(*blocks)
 
 
-def workload(run: Run, name: str, baseline: str, figures: Mapping[str, Path], out: Path) -> str:
-    """Median, speedup and roof pivots of one workload, per dtype x threads, with its plots."""
-    return workload_tables(run, name, baseline)(figures, out)
-
-
 def workload_tables(run: Run, name: str, baseline: str) -> Callable[[Mapping[str, Path], Path], str]:
-    """`workload` in two steps: its tables now (the slow part, computed while the plots are
-    drawn), then, given the plots drawn, the section with their links."""
+    """Median, speedup and roof pivots of one workload, per dtype x threads, with its plots, in
+    two steps: its tables now (the slow part, computed while the plots are drawn), then, given
+    the plots drawn, the section with their links."""
     rows = run.bench[run.bench["workload"] == name]
     ran = speedup(run.bench, baseline).loc[rows.index].notna().any()
     versus = (f"speedup is {baseline}'s median over the implementation's (> 1x: faster)" if ran
