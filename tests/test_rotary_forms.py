@@ -256,6 +256,6 @@ def test_bench_gives_an_in_place_kernel_fresh_inputs_before_every_round_outside_
     assert rounds.setup is not None and rounds.rounds >= 3
     assert log == ["reset", "rotate"] * (rounds.rounds + 1)      # never two rotations in a row
     kernel = in_place().build(GQA, *apply_inputs(GQA, 2, 2))
-    assert measure._timed_call(in_place(), kernel) == (kernel.call, kernel.reset, "")
-    _, _, wrong = measure._timed_call(in_place(declare=False), kernel)
+    assert measure.timed_call(in_place(), kernel) == (kernel.call, kernel.reset, "")
+    _, _, wrong = measure.timed_call(in_place(declare=False), kernel)
     assert "did not declare in_place=True" in wrong

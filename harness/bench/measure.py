@@ -66,7 +66,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         done["build_s"] = time.perf_counter() - start
         stage = "setup check"
         hands = Hands(impl, spec, args) if at_call else None
-        fn, fresh, wrong = _timed_call(impl, built, hands)
+        fn, fresh, wrong = timed_call(impl, built, hands)
         if wrong:
             return _outcome("invalid", wrong, samples, meter, done)
         done["inputs_at"] = "call" if at_call else "build" if args and not cell.is_roof else ""
@@ -183,7 +183,7 @@ class Hands:
         return lambda: fn(*self.handed)
 
 
-def _timed_call(impl: Implementation, built: Any, hands: Optional[Hands] = None
+def timed_call(impl: Implementation, built: Any, hands: Optional[Hands] = None
                 ) -> tuple[Any, Any, str]:
     """(what is timed, the untimed reset before each call or None, "") from what the factory
     returned; ("", None, why) when that does not match the in-place declaration."""
