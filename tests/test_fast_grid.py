@@ -62,3 +62,35 @@ def test_grid_numba_runs_cut_anywhere_compute_the_rows_they_need(runs_per_thread
     for spec in (GridSpec((5, 7), 32, extra=1), GridSpec((3, 4, 5), 48, **CONVENTIONS["diffusers-3d"])):
         out = to_numpy(impl.build(spec)()).astype(np.float64)
         assert np.abs(out - reference(spec)).max() <= BOUND["float32"]
+
+
+#: Axes longer than the angle-addition tables' FINE rows (impls/grid/numba.py), so rows come from
+#: several coarse rows; a start offset, a non-integer step (base_size) and normalized coords.
+LONG_AXES = [GridSpec((37, 20), 64, extra=1), GridSpec((3, 18, 33), 48, **CONVENTIONS["diffusers-3d"]),
+             GridSpec((40, 17), 32, coords="normalized", start=1.0, norm_eps=1e-6),
+             GridSpec((21, 35), 32, base_size=16, interpolation_scale=(2.0, 0.5))]
+
+
+@pytest.mark.parametrize("spec", LONG_AXES, ids=lambda s: s.short())
+def test_grid_numba_float32_axis_rows_are_correctly_rounded(spec):
+    """A float32 grid's axis rows are a float64 angle addition rounded once: within half a
+    float32 ulp of the float64 reference (plus float64 noise), at every coarse step."""
+    impl = next(i for i in implementations() if i.name == "grid-numba")
+    out = to_numpy(impl.build(spec)()).astype(np.float64)
+    ref = reference(spec)
+    half_ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64) / 2
+    assert np.all(np.abs(out - ref) <= half_ulp + 1e-12)
+
+
+@pytest.mark.parametrize("spec", LONG_AXES, ids=lambda s: s.short())
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_grid_numba_half_rows_are_rounded_once_from_float32(spec, dtype):
+    """A half grid is the float32 angle addition (error ~2e-7) rounded once: within half an ulp
+    of the half dtype at the reference value, plus the float32 arithmetic, at every coarse step."""
+    spec = spec.replace(dtype=dtype)
+    impl = next(i for i in implementations() if i.name == "grid-numba")
+    out = np.asarray(to_numpy(impl.build(spec)()), np.float64)
+    ref = reference(spec)
+    single = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    ulp = np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64) if dtype == "float16" else single * 2 ** 16
+    assert np.all(np.abs(out - ref) <= ulp / 2 + 2.5e-7)

@@ -11,12 +11,15 @@ the small tables, and one fork/join, as the fill: with the tables in a parallel 
 their own (and the `extra` rows in a third) a thread descheduled at any of three joins
 stalled the call, and under load the two-thread grid took 3x the fill (docs/fast.md).
 
-The tables: below float64, a float64 angle reduced once for sin and cos and float32 polynomials
-(impls/_numba_sincos.py: a few float32 ulps at any coordinate, vectorised, ~1 ns a pair),
-rounded once to the dtype (float16 and bfloat16 as uint16 bits, impls/_numba_half.py); float64
-output calls libm on the float64 angle. Outputs start on a 32-byte boundary and fresh ones are
-faulted in by one thread when several write them (impls/table/numba_fast.outputs);
-`-recycled` writes into the memory of a grid the caller let go.
+The tables: by angle addition from setup tables of every FINE-th point's sin/cos and of the
+first FINE steps' (`axis_tables`: n / FINE + FINE rows an axis, libm on float64 angles), two
+multiplies and two multiply-adds a pair, where a float32 sincos per pair had taken 240 us of
+CPU a call (bfloat16 16384 x 768, one thread: 15% of the grid; at two threads each thread
+still computes all of the last axis). float32 output: float64 tables and arithmetic, rounded
+once; float16 and bfloat16: float32 tables and arithmetic, rounded once as uint16 bits
+(impls/_numba_half.py); float64 output calls libm on the float64 angle. Outputs start on a
+32-byte boundary and fresh ones are faulted in by one thread when several write them
+(impls/table/numba_fast.outputs); `-recycled` writes into the memory of a grid the caller let go.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from harness import GridSupports, register
 from harness.core.kinds.grid import GridSpec
 
 from .._numba_half import Storage, codecs
-from .._numba_sincos import sincos
 from ._axes import frequencies, positions, segments
 from ..table._tile import fence
 from ..table.numba_fast import outputs
@@ -46,6 +48,9 @@ STREAM_BYTES = 16 << 20
 #: Runs of the row pass per thread: one, so each thread computes the axis-table rows its run
 #: needs once (tests raise it to cut runs across the leading axes' boundaries).
 RUNS_PER_THREAD = 1
+#: Fine rows of the angle-addition tables: axis row i is coarse row i // FINE turned by fine row
+#: i % FINE (`axis_tables`), so the setup holds n / FINE + FINE rows of an n-point axis.
+FINE = 16
 
 
 @functools.cache
@@ -53,17 +58,20 @@ def _jit(dtype: str) -> SimpleNamespace:
     """Compile the kernel once per process and output dtype's codec (numba imported here)."""
     import numba
 
-    sincos32, store, move, sfence = sincos(), codecs()[dtype].store, copy(), fence()
+    store, move, sfence = codecs()[dtype].store, copy(), fence()
     exact = dtype == "float64"
 
     @cached_njit(inline="always", fastmath={"contract"})
-    def axis_row(first, second, p, freq, h):
-        """first[k], second[k] = sin, cos (or the pair) of p * freq[k], k < h, in the dtype."""
+    def axis_row(first, second, p, freq, cs, cc, fs, fc, h):
+        """first[k], second[k] = sin, cos (or the pair) of p * freq[k], k < h, in the dtype: by
+        angle addition from a coarse row (cs, cc) and a fine row (fs, fc) of the setup's tables
+        (`axis_tables`), libm on the float64 angle for float64 output."""
         for k in range(h):
             if exact:
                 s, c = np.sin(p * freq[k]), np.cos(p * freq[k])
             else:
-                s, c = sincos32(p * freq[k])
+                s = cs[k] * fc[k] + cc[k] * fs[k]
+                c = cc[k] * fc[k] - cs[k] * fs[k]
             first[k] = store(s)
             second[k] = store(c)
 
@@ -75,10 +83,12 @@ def _jit(dtype: str) -> SimpleNamespace:
         return t0, t1, y0, y1
 
     @cached_njit(parallel=True, fastmath={"contract"})
-    def fill(out, scratch, pos, freq, sizes, halves, segs, interleaved, cos_first, extra, runs, stream):
+    def fill(out, scratch, pos, freq, sizes, halves, segs, interleaved, cos_first, extra, steps, runs, stream):
         """out[extra + r] = the blocks of r's point, from the axis tables each run computes into
-        its own scratch[run] (only the rows its units touch); one parallel region per call."""
+        its own scratch[run] (only the rows its units touch) from the angle-addition tables
+        `steps` (`axis_tables`); one parallel region per call."""
         width, units = out.shape[1], sizes[0] * sizes[1]
+        coarse_s, coarse_c, fine_s, fine_c = steps
         for run in numba.prange(runs):
             if run == 0:
                 for r in range(extra):
@@ -98,7 +108,9 @@ def _jit(dtype: str) -> SimpleNamespace:
                             sins, coss = (odds, evens) if cos_first else (evens, odds)
                         else:
                             sins, coss = (row[h:2 * h], row[:h]) if cos_first else (row[:h], row[h:2 * h])
-                        axis_row(sins, coss, pos[a, i], freq[a], h)
+                        q, j = i // FINE, i % FINE
+                        axis_row(sins, coss, pos[a, i], freq[a], coarse_s[a, q], coarse_c[a, q], fine_s[a, j],
+                                 fine_c[a, j], h)
             # a unit is one (t, y): its sizes[2] rows, contiguous, x by x, each block one copy (no
             # division per row); the run fences its streaming stores once at its end
             for unit in range(u0, u1):
@@ -115,8 +127,34 @@ def _jit(dtype: str) -> SimpleNamespace:
     return SimpleNamespace(fill=fill)
 
 
+def axis_tables(pos: np.ndarray, freq: np.ndarray, sizes: np.ndarray, halves: np.ndarray,
+                work: np.dtype) -> tuple[np.ndarray, ...]:
+    """(coarse sin, coarse cos, fine sin, fine cos), each `[AXES, rows, max half]` in `work`:
+    sin/cos of the angle of every FINE-th point of each axis and of the first FINE steps of it,
+    from the float64 angle by libm (setup, untimed). A call then gets axis row i, frequency k, by
+    angle addition, sin(A + B) = sin A cos B + cos A sin B, cos(A + B) = cos A cos B - sin A sin B,
+    with A = pos[q FINE] freq[k], B = (i - q FINE) step freq[k]: two multiplies and two
+    multiply-adds a pair, where a float32 sincos per pair made the axis tables a quarter of the
+    two-thread grid (docs/fast.md). Float64 for float32 output (one rounding of the float64
+    sum), float32 for the half dtypes (computed in float32, rounded once)."""
+    rows, h = int(sizes.max()), max(1, int(halves.max()))
+    coarse = np.zeros((2, AXES, -(-rows // FINE), h))
+    fine = np.zeros((2, AXES, FINE, h))
+    for a in range(AXES):
+        n, k = int(sizes[a]), int(halves[a])
+        if not k:
+            continue
+        p, f = pos[a, :n], freq[a, :k]
+        step = (p[-1] - p[0]) / (n - 1) if n > 1 else 0.0
+        starts, offsets = np.multiply.outer(p[::FINE], f), np.multiply.outer(np.arange(FINE) * step, f)
+        coarse[:, a, :starts.shape[0], :k] = np.sin(starts), np.cos(starts)
+        fine[:, a, :, :k] = np.sin(offsets), np.cos(offsets)
+    return tuple(np.ascontiguousarray(x, work) for x in (coarse[0], coarse[1], fine[0], fine[1]))
+
+
 def _arguments(spec: GridSpec) -> tuple:
-    """The kernel's inputs, padded to three axes (leading axes of size 1)."""
+    """The kernel's inputs, padded to three axes (leading axes of size 1), with the angle-addition
+    tables in the dtype the kernel computes in (`axis_tables`)."""
     pad = AXES - spec.ndim
     sizes = np.array((1,) * pad + spec.grid, dtype=np.int64)
     halves = np.array((0,) * pad + tuple(w // 2 for w in spec.widths), dtype=np.int64)
@@ -126,7 +164,9 @@ def _arguments(spec: GridSpec) -> tuple:
         pos[pad + axis, : p.size] = p
         freq[pad + axis, : f.size] = f
     segs = np.array([(pad + s.axis, s.out, s.local, s.length) for s in segments(spec)], dtype=np.int64)
-    return pos, freq, sizes, halves, segs, spec.layout == "interleaved", spec.cos_first, spec.extra
+    work = np.float32 if spec.dtype in ("float16", "bfloat16") else np.float64
+    return (pos, freq, sizes, halves, segs, spec.layout == "interleaved", spec.cos_first, spec.extra,
+            axis_tables(pos, freq, sizes, halves, work))
 
 
 def run_count(threads: int, spec: GridSpec) -> int:
