@@ -62,18 +62,30 @@ def _jit(dtype: str) -> SimpleNamespace:
     exact = dtype == "float64"
 
     @cached_njit(inline="always", fastmath={"contract"})
-    def axis_row(first, second, p, freq, cs, cc, fs, fc, h):
-        """first[k], second[k] = sin, cos (or the pair) of p * freq[k], k < h, in the dtype: by
-        angle addition from a coarse row (cs, cc) and a fine row (fs, fc) of the setup's tables
-        (`axis_tables`), libm on the float64 angle for float64 output."""
-        for k in range(h):
-            if exact:
-                s, c = np.sin(p * freq[k]), np.cos(p * freq[k])
-            else:
-                s = cs[k] * fc[k] + cc[k] * fs[k]
-                c = cc[k] * fc[k] - cs[k] * fs[k]
-            first[k] = store(s)
-            second[k] = store(c)
+    def pair(p, freq, coarse, fine, k):
+        """sin, cos of p * freq[k]: by angle addition from a coarse row and a fine row of the
+        setup's tables (`axis_tables`: [sin, cos] x frequency), libm on the float64 angle for
+        float64 output."""
+        if exact:
+            return np.sin(p * freq[k]), np.cos(p * freq[k])
+        return (coarse[0, k] * fine[1, k] + coarse[1, k] * fine[0, k],
+                coarse[1, k] * fine[1, k] - coarse[0, k] * fine[0, k])
+
+    @cached_njit(inline="always", fastmath={"contract"})
+    def axis_row(row, p, freq, coarse, fine, h, interleaved, cos_first):
+        """row[:2h] = the axis's h sin/cos pairs of point p, in the dtype: side by side
+        (interleaved) or as two blocks. Each layout its own loop on the whole row, so that each
+        vectorises: the row as two strided views ('A' layout) had kept the loop scalar."""
+        if interleaved:
+            for k in range(h):
+                s, c = pair(p, freq, coarse, fine, k)
+                row[2 * k], row[2 * k + 1] = (store(c), store(s)) if cos_first else (store(s), store(c))
+        else:
+            at_s, at_c = (h, 0) if cos_first else (0, h)
+            for k in range(h):
+                s, c = pair(p, freq, coarse, fine, k)
+                row[at_s + k] = store(s)
+                row[at_c + k] = store(c)
 
     @cached_njit(inline="always")
     def span(u0, u1, n1):
@@ -88,7 +100,7 @@ def _jit(dtype: str) -> SimpleNamespace:
         its own scratch[run] (only the rows its units touch) from the angle-addition tables
         `steps` (`axis_tables`); one parallel region per call."""
         width, units = out.shape[1], sizes[0] * sizes[1]
-        coarse_s, coarse_c, fine_s, fine_c = steps
+        coarse, fine = steps
         for run in numba.prange(runs):
             if run == 0:
                 for r in range(extra):
@@ -102,15 +114,8 @@ def _jit(dtype: str) -> SimpleNamespace:
                     hi = t1 if a == 0 else y1 if a == 1 else sizes[2] - 1
                     h = halves[a]
                     for i in range(lo, hi + 1):
-                        row = tables[a, i]
-                        if interleaved:
-                            evens, odds = row[0:2 * h:2], row[1:2 * h:2]
-                            sins, coss = (odds, evens) if cos_first else (evens, odds)
-                        else:
-                            sins, coss = (row[h:2 * h], row[:h]) if cos_first else (row[:h], row[h:2 * h])
-                        q, j = i // FINE, i % FINE
-                        axis_row(sins, coss, pos[a, i], freq[a], coarse_s[a, q], coarse_c[a, q], fine_s[a, j],
-                                 fine_c[a, j], h)
+                        axis_row(tables[a, i], pos[a, i], freq[a], coarse[a, i // FINE], fine[a, i % FINE], h,
+                                 interleaved, cos_first)
             # a unit is one (t, y): its sizes[2] rows, contiguous, x by x, each block one copy (no
             # division per row); the run fences its streaming stores once at its end
             for unit in range(u0, u1):
@@ -128,18 +133,17 @@ def _jit(dtype: str) -> SimpleNamespace:
 
 
 def axis_tables(pos: np.ndarray, freq: np.ndarray, sizes: np.ndarray, halves: np.ndarray,
-                work: np.dtype) -> tuple[np.ndarray, ...]:
-    """(coarse sin, coarse cos, fine sin, fine cos), each `[AXES, rows, max half]` in `work`:
+                work: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(coarse, fine), each `[AXES, rows, 2 (sin, cos), max half]` in `work`:
     sin/cos of the angle of every FINE-th point of each axis and of the first FINE steps of it,
     from the float64 angle by libm (setup, untimed). A call then gets axis row i, frequency k, by
     angle addition, sin(A + B) = sin A cos B + cos A sin B, cos(A + B) = cos A cos B - sin A sin B,
     with A = pos[q FINE] freq[k], B = (i - q FINE) step freq[k]: two multiplies and two
-    multiply-adds a pair, where a float32 sincos per pair made the axis tables a quarter of the
-    two-thread grid (docs/fast.md). Float64 for float32 output (one rounding of the float64
+    multiply-adds a pair in place of a float32 sincos (docs/fast.md). Float64 for float32 output (one rounding of the float64
     sum), float32 for the half dtypes (computed in float32, rounded once)."""
     rows, h = int(sizes.max()), max(1, int(halves.max()))
-    coarse = np.zeros((2, AXES, -(-rows // FINE), h))
-    fine = np.zeros((2, AXES, FINE, h))
+    coarse = np.zeros((AXES, -(-rows // FINE), 2, h))
+    fine = np.zeros((AXES, FINE, 2, h))
     for a in range(AXES):
         n, k = int(sizes[a]), int(halves[a])
         if not k:
@@ -147,9 +151,9 @@ def axis_tables(pos: np.ndarray, freq: np.ndarray, sizes: np.ndarray, halves: np
         p, f = pos[a, :n], freq[a, :k]
         step = (p[-1] - p[0]) / (n - 1) if n > 1 else 0.0
         starts, offsets = np.multiply.outer(p[::FINE], f), np.multiply.outer(np.arange(FINE) * step, f)
-        coarse[:, a, :starts.shape[0], :k] = np.sin(starts), np.cos(starts)
-        fine[:, a, :, :k] = np.sin(offsets), np.cos(offsets)
-    return tuple(np.ascontiguousarray(x, work) for x in (coarse[0], coarse[1], fine[0], fine[1]))
+        coarse[a, :starts.shape[0], 0, :k], coarse[a, :starts.shape[0], 1, :k] = np.sin(starts), np.cos(starts)
+        fine[a, :, 0, :k], fine[a, :, 1, :k] = np.sin(offsets), np.cos(offsets)
+    return coarse.astype(work), fine.astype(work)
 
 
 def _arguments(spec: GridSpec) -> tuple:
