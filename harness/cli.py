@@ -42,6 +42,7 @@ VERBS = {
     "check-model": ("harness.identify.model", "check a model folder's positional tensors against its config"),
     "precision": ("harness.verbs.precision", "error vs position for each dtype and approach"),
     "conventions": ("harness.verbs.conventions", "which implementations produce the same table"),
+    "roofs": ("harness.bench.paired", "time each workload's best against its roof in alternating rounds"),
 }
 
 
@@ -96,11 +97,12 @@ def check_out(args: argparse.Namespace) -> None:
 def run_lock(args: argparse.Namespace, post_step: bool) -> contextlib.AbstractContextManager:
     """A verb writing into a bench run directory on its own holds the run's lock while it
     writes (a live bench, or another verb there, is refused with who holds it); a bench
-    post-step runs under its bench's lock already."""
+    post-step runs under its bench's lock already. `roofs` writes into the run it is given."""
     writes = args.verb in STANDALONE_VERBS or (args.verb == "report" and args.out_given)
-    if post_step or not writes or not (Path(args.out) / journal.FILENAME).exists():
+    target = Path(args.run_dir if args.verb == "roofs" else args.out)
+    if post_step or not (writes or args.verb == "roofs") or not (target / journal.FILENAME).exists():
         return contextlib.nullcontext()
-    return RunLock(Path(args.out), [f"python -m harness {args.verb}"])
+    return RunLock(target, [f"python -m harness {args.verb}"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,6 +148,8 @@ def _implementations(module: object, args: argparse.Namespace) -> list:
     from harness import implementations
     from harness.core import catalog, plugins
 
+    if not getattr(module, "NEEDS_IMPLEMENTATIONS", True):
+        return []                         # it starts its own worker, which loads them
     apart = getattr(module, "JUDGE_APART", False)
     if apart == catalog.PLUGINS_APART and not plugins.any_plugin(args.plugin):
         return implementations()          # the project's own code only: nothing to keep out

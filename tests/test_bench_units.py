@@ -272,9 +272,9 @@ def test_only_full_runs_the_conventions_study_and_quick_refuses_full(tmp_path, c
     from harness.bench.cli import post_verbs
 
     table = [i for i in registry().all() if i.workload == "table"]
-    assert post_verbs(table, full=True) == ["verify", "conventions", "precision"]
-    assert post_verbs(table) == ["verify", "precision"] and post_verbs([], full=True) == [
-        "verify", "precision"]
+    assert post_verbs(table, full=True) == ["verify", "conventions", "precision", "roofs"]
+    assert post_verbs(table) == ["verify", "precision", "roofs"]
+    assert post_verbs(table, quick=True) == post_verbs([], full=True) == ["verify", "precision"]
     assert cli.main(["bench", "--quick", "--full", "--dry-run", "--out", str(tmp_path)]) == 2
     assert "--full and --quick" in capsys.readouterr().err
 

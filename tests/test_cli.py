@@ -87,7 +87,7 @@ def test_every_verb_defaults_out_and_knows_when_it_was_given():
 
     modules = cli._verb_modules()
     for verb in cli.VERBS:
-        args = cli.parse(modules, [verb] + (["x.npy"] if verb == "identify" else []))
+        args = cli.parse(modules, [verb] + {"identify": ["x.npy"], "roofs": ["RUN"]}.get(verb, []))
         standalone = verb in ("verify", "conventions", "precision")
         expected = "results/_standalone" if standalone else "results"
         assert (args.out, args.out_given) == (expected, False), verb

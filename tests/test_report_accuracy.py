@@ -1,10 +1,11 @@
-"""What verify.csv says of an implementation, read through the per-frame split (accuracy.rows_of)."""
+"""What verify.csv says of an implementation, read through the per-frame split (harness.runs.verdicts.rows_of)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from harness.report.accuracy import grade, long_accuracy, rows_of, verdict
+from harness.report.accuracy import long_accuracy
+from harness.runs.verdicts import grade, rows_of, verdict
 
 
 def _verify(status: str, err: float) -> pd.DataFrame:

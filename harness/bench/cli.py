@@ -80,7 +80,7 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
 
 
 def _run(opts: options.SweepOptions, chosen: list[Implementation], run_dir: sweep.RunDir) -> int:
-    verbs = post_verbs(chosen, opts.grid.full) if opts.post else []
+    verbs = post_verbs(chosen, opts.grid.full, opts.quick) if opts.post else []
     estimate = post.estimate_together(
         console.post_estimate(opts.out, opts.quick, [*verbs, "report"] if opts.post else []), verbs)
     screen = console.Console(0, estimate, log=sweep.log_path(run_dir.path), verbose=opts.verbose)
@@ -142,9 +142,13 @@ def post_scopes(frame: pd.DataFrame) -> dict[str, list[str]]:
     return {"verify": verify_scope(frame), "precision": ["--quick"]}
 
 
-def post_verbs(chosen: list[Implementation], full: bool = False) -> list[str]:
+def post_verbs(chosen: list[Implementation], full: bool = False, quick: bool = False
+               ) -> list[str]:
     """The post-steps to run: conventions only with --full (which implementations agree on
     which convention changes no answer of the report, and its probes compile every Numba
     kernel in every variant: the longest post-step, three minutes of a default run;
-    `python -m harness conventions` runs it alone), and not when nothing was chosen."""
-    return [v for v in post.VERBS if v != "conventions" or (chosen and full)]
+    `python -m harness conventions` runs it alone), and not when nothing was chosen; roofs
+    (the picks and their roofs timed in alternating rounds) not with --quick, a smoke run whose
+    small sizes say little about a roof (`python -m harness roofs RUN_DIR` times them)."""
+    return [v for v in post.VERBS
+            if (v != "conventions" or (chosen and full)) and (v != "roofs" or (chosen and not quick))]

@@ -26,7 +26,7 @@ from harness.bench.progress import Progress, duration
 
 #: Seconds a post-step is guessed to take when no earlier run says (quick, full).
 POST_GUESS_S = {"verify": (40.0, 120.0), "conventions": (30.0, 60.0), "precision": (8.0, 20.0),
-                "report": (15.0, 40.0)}
+                "roofs": (20.0, 40.0), "report": (15.0, 40.0)}
 #: Without a terminal: a plain line each time this share of the cells is done.
 PLAIN_EVERY = 0.25
 

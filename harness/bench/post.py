@@ -1,4 +1,4 @@
-"""After the sweep, in the run directory: verify, conventions and precision at once, then the report.
+"""After the sweep, in the run directory: verify, conventions and precision at once, roofs, the report.
 
 Each verb runs as `python -m harness VERB --out RUN_DIR` with the sweep's
 --plugin/--only/--quick, in its own process and log, tied to bench by
@@ -6,7 +6,9 @@ harness.util.lifeline and holding the run's lock. Verify isolates the
 implementations itself, so a step that still fails is the harness's failure:
 exit code 0 is "ok", 1 (verify found wrong implementations: the report shows
 them) is "found", anything else is "failed". A failed step stops neither
-the others nor the report, because the timings are already safe on disk. Before the report is built,
+the others nor the report, because the timings are already safe on disk. `roofs`
+(harness.bench.paired) times: it runs alone, after the checks (it needs verify.csv), before
+the report. Before the report is built,
 `post_failures.json` lists the failed steps (an empty list when none failed),
 so the report can name them at its top; `bench` then exits 3. The report
 needs verify.csv ("passes verify"), so it comes last, as `python -m harness
@@ -35,7 +37,9 @@ FILENAME = "post.json"
 #:   "log": "logs/post-verify.log"}], the log relative to the run directory; [] when none failed
 FAILURES = "post_failures.json"
 #: What runs after a sweep, in order (the report comes after them)
-VERBS = ("verify", "conventions", "precision")
+VERBS = ("verify", "conventions", "precision", "roofs")
+#: Steps that time something: each runs alone, after the others, before the report.
+ALONE = ("roofs",)
 FAILED = ("failed", "error")
 #: How often a running step lets the live line's clock move, in seconds.
 TICK_S = 0.5
@@ -60,7 +64,7 @@ class Step:
 def run_verb(verb: str, run_dir: Path, plugins: Sequence[str], only: Sequence[str],
              quick: bool, keep_fds: Sequence[int] = (),
              tick: Callable[[], None] = lambda: None, extra: Sequence[str] = ()) -> Step:
-    target = [str(run_dir)] if verb == "report" else []      # report reads the run it writes to
+    target = [str(run_dir)] if verb in ("report", "roofs") else []   # they read the run they write to
     argv = [sys.executable, "-m", "harness", verb, *target, "--out", str(run_dir), *extra]
     argv += [a for p in plugins for a in ("--plugin", p)]
     argv += [a for g in only for a in ("--only", g)]
@@ -103,19 +107,24 @@ def run_all(run_dir: Path, plugins: Sequence[str], only: Sequence[str], quick: b
     each verb with its `extra` arguments; post_failures.json before the report, post.json at
     the end."""
     say = console or _Printer()
-    checks = list(VERBS if verbs is None else verbs)
+    chosen = list(VERBS if verbs is None else verbs)
+    checks = [v for v in chosen if v not in ALONE]
     steps: list[Step] = []
+
+    def one(verb: str, tick: Callable[[], None]) -> Step:
+        return run_verb(verb, run_dir, plugins, only, quick, keep_fds, tick, extra.get(verb, ()))
+
     if checks:
         name = together(checks)
         say.begin(name)
-        steps = _run_together(checks, lambda verb, tick: run_verb(
-            verb, run_dir, plugins, only, quick, keep_fds, tick, extra.get(verb, ())), say.tick)
+        steps = _run_together(checks, one, say.tick)
         say.end(name, "\n".join(_describe(s) for s in steps))
-    write_failures(run_dir, steps)
-    say.begin("report")
-    steps.append(run_verb("report", run_dir, plugins, only, quick, keep_fds, say.tick,
-                          extra.get("report", ())))
-    say.end("report", _describe(steps[-1]))
+    for verb in [v for v in chosen if v in ALONE] + ["report"]:
+        if verb == "report":
+            write_failures(run_dir, steps)
+        say.begin(verb)
+        steps.append(one(verb, say.tick))
+        say.end(verb, _describe(steps[-1]))
     write_failures(run_dir, steps)
     io.write_text(run_dir / FILENAME, json.dumps([asdict(s) for s in steps], indent=2) + "\n")
     return steps
@@ -128,10 +137,11 @@ def together(verbs: Sequence[str]) -> str:
 
 def estimate_together(estimate: Mapping[str, float], verbs: Sequence[str]) -> dict[str, float]:
     """Seconds per verb -> seconds per thing the console waits for: the checks run at once,
-    so they take as long as the longest of them (then the report)."""
-    out = {k: v for k, v in estimate.items() if k not in verbs}
-    if verbs:
-        out[together(verbs)] = max(estimate.get(v, 0.0) for v in verbs)
+    so they take as long as the longest of them (then the steps that time, then the report)."""
+    checks = [v for v in verbs if v not in ALONE]
+    out = {k: v for k, v in estimate.items() if k not in checks}
+    if checks:
+        out[together(checks)] = max(estimate.get(v, 0.0) for v in checks)
     return out
 
 

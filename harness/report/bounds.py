@@ -21,9 +21,9 @@ from typing import Optional
 import pandas as pd
 
 from harness.report import fmt, markdown
-from harness.report.accuracy import verdict
 from harness.report.measures import timed
 from harness.runs.results import ROOF_KEYS, roof_bound
+from harness.runs.verdicts import grade, verdict
 
 #: Roofs writing into memory kept from an earlier call carry this in their names
 #: (harness.bench.roofs); the others allocate fresh memory every call.
@@ -67,8 +67,10 @@ def _fastest_first(rows: pd.DataFrame, verify: Optional[pd.DataFrame]) -> Option
     return None
 
 
-def table(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> pd.DataFrame:
-    """One row per (workload, dtype) at its largest size on the CPU."""
+def table(bench: pd.DataFrame, verify: Optional[pd.DataFrame],
+          paired: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """One row per (workload, dtype) at its largest size on the CPU; with `paired`
+    (harness.runs.paired), the ratio timed in alternating rounds beside the sweep's."""
     rows = timed(bench)
     rows = rows[(rows["status"] == "ok") & (rows["device"] == "cpu") & rows["roof_ratio"].notna()]
     out = []
@@ -84,12 +86,31 @@ def table(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> pd.DataFrame:
         out.append({"workload": f"`{work}`", "dtype": dtype,
                     "size": f"{int(best['length'])} x {int(best['d_model'])}",
                     "bound": best.get("roof_bound", "memory"), "best (passes verify)": best["impl"],
-                    f"x roof, {fmt.threads(int(best['threads']))}": fmt.ratio(best["roof_ratio"]),
+                    "grade": grade(verify, best["impl"], dtype) or "-",
+                    **({} if paired is None else {
+                        f"x roof, {fmt.threads(int(best['threads']))}, paired": _paired(
+                            paired, work, dtype, best)}),
+                    f"x roof, {fmt.threads(int(best['threads']))}"
+                    + (", sweep" if paired is not None else ""): fmt.ratio(best["roof_ratio"]),
                     "x roof, 1 thread": _at_one_thread(one, best),
                     "fastest first call": "-" if first is None else first["impl"],
                     "first call x fresh fill": ("-" if first is None
                                                 else fmt.ratio(first_call_ratio(bench, first)))})
     return pd.DataFrame(out)
+
+
+def _paired(paired: pd.DataFrame, work: str, dtype: str, best: pd.Series) -> str:
+    """The lowest ratio timed in alternating rounds for this output (the sweep's pick or its
+    runner-up, named when it is the runner-up), or why there is none."""
+    mine = paired[(paired["workload"] == work) & (paired["dtype"] == dtype)]
+    ok = mine[mine["status"] == "ok"].sort_values("ratio")
+    if ok.empty:
+        return "-" if mine.empty else str(mine["status"].iloc[0])
+    flagged = ok["flags"].fillna("").astype(str) != "" if "flags" in ok else ok["ratio"] != ok["ratio"]
+    top = ok[~flagged].iloc[0] if (~flagged).any() else ok.iloc[0]
+    ratio = f"{fmt.ratio(top['ratio'])} ({top['ratio_p25']:.2f}-{top['ratio_p75']:.2f})"
+    ratio += f" {top['impl']}" if top["impl"] != best["impl"] else ""
+    return ratio + (", under load" if flagged.all() else "")
 
 
 def _at_one_thread(one: Optional[pd.Series], best: pd.Series) -> str:
@@ -101,8 +122,9 @@ def _at_one_thread(one: Optional[pd.Series], best: pd.Series) -> str:
     return ratio if one["impl"] == best["impl"] else f"{ratio} ({one['impl']})"
 
 
-def section(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> str:
-    frame = table(bench, verify)
+def section(bench: pd.DataFrame, verify: Optional[pd.DataFrame],
+            paired: Optional[pd.DataFrame] = None) -> str:
+    frame = table(bench, verify, paired)
     if frame.empty:
         return ""
     return markdown.join(
@@ -113,6 +135,17 @@ def section(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> str:
         "vector math), and the fastest implementation that passes verify as a multiple of it "
         "(1x: at the limit; below 1x: faster than the bare operation it is measured against), "
         "and the best at one thread (named when it is not the same implementation). "
+        + ("*Paired*: after the sweep, that implementation (and a runner-up within 1.5x of it) "
+           "and the two fastest roofs timed again in one process, a round each in turn, so "
+           "that a change of the machine's memory bandwidth between two sweep cells minutes "
+           "apart cannot move the ratio: the median over rounds of its time over the fastest "
+           "roof's in the same round, with the middle half of the rounds' ratios in "
+           "parentheses (the runner-up named where it came out ahead; paired.csv has every "
+           "row). *Sweep*: the same ratio from the sweep's medians. " if paired is not None
+           else "A default bench (not `--quick`) also times each of these against its roof in "
+           "alternating rounds, a steadier ratio: `python -m harness roofs RUN_DIR`. ")
+        + "*Grade*: the contract the best met on every verify case (`exact`: a few ulps of its "
+        "dtype everywhere; `float32`: angles as if formed in float32). "
         "*Fastest first call*: of the implementations that pass verify and build into fresh "
         "memory (not in place), the fastest one-off first call, over the first call of the "
         "fastest roof that allocates fresh memory (`np.empty` or the framework's empty, then a "

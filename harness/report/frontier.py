@@ -17,8 +17,9 @@ import pandas as pd
 
 from harness.core.kinds.table.cases import LONG_POSITIONS
 from harness.report import fmt
-from harness.report.accuracy import Accuracy, long_accuracy, verdict
+from harness.report.accuracy import Accuracy, long_accuracy
 from harness.report.measures import speedup, timed
+from harness.runs.verdicts import verdict
 
 REFERENCE = (8192, 1024)
 ACCURACY_DTYPE = "float32"

@@ -26,6 +26,7 @@ from harness.report.load import Run, load_run
 from harness.report.measures import (DEFAULT_BASELINES, SEED_000, SEED_WORKLOAD, baselines, dtype_order, timed,
                                      workload_rank)
 from harness.report.recommend import Recommendation, recommend
+from harness.runs import paired
 from harness.runs.results import ANSWER
 from harness.util import cpus, io
 from harness.util.exitcodes import UsageError
@@ -90,7 +91,7 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
                   advice.recommendation(found, picks, run.bench, baseline, name,
                                         run.verify is not None),
                   advice.accuracy(errors, name),
-                  device.section(run.device, run.env, run.verify), bounds.section(chosen, run.verify)]
+                  device.section(run.device, run.env, run.verify), bounds.section(chosen, run.verify, paired.read(run.path))]
         parts = [sections.workload_tables(run, w, named[w]) for w in workloads]
         after = [sections.change(changes(run.bench, base.bench), base) if base else "",
                  sections.noisy(run), sections.problems(run), flags.section(run, chosen),

@@ -6,7 +6,7 @@ Algorithm, per workload and group (regime, dtype, device, threads):
    and was not flagged for load (harness.bench.contention: other processes on
    the cores it needed, or far slower at more threads than at one); the
    implementations whose cells were left out for that are named (`flagged`).
-2. Ranked implementations are those verify passes (`accuracy.verdict`), with
+2. Ranked implementations are those verify passes (`harness.runs.verdicts.verdict`), with
    no `invalid` cell in bench (a result that is not a fresh finite table, or a
    lookup: harness.bench.validity), with ok times in the most cells; their
    score is the geometric mean of their medians over the cells they all share,
@@ -32,9 +32,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from harness.report.accuracy import Accuracy, grade, long_accuracy, verdict
+from harness.report.accuracy import Accuracy, long_accuracy
 from harness.report.measures import timed, workload_rank
 from harness.runs.flags import flagged as flagged_rows
+from harness.runs.verdicts import grade, verdict
 
 
 @dataclass(frozen=True)

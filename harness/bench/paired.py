@@ -1,0 +1,247 @@
+"""`python -m harness roofs RUN_DIR`: each workload's best against its roof, in alternating rounds.
+
+Bench's last timing step (after verify, before the report: harness.bench.post).
+
+The sweep's roof ratios divide medians timed in different processes, often minutes apart, on a
+machine whose memory bandwidth moves meanwhile. This step takes, at the largest size of every
+workload and dtype on the CPU with the most threads the run timed (in its kind's first
+convention, the one the report recommends in), the fastest implementation that passes verify (and a runner-up within RUNNER_UP of it, which the sweep's noise may have
+ranked second), and the two fastest roofs of the bound that binds there (harness.runs.results),
+and times them together in one worker process, a round each in turn (harness.bench.pairing).
+Each ratio is the median over rounds of the implementation's time over the fastest roof's in
+the same round. `paired.csv` in the run directory holds one row per implementation timed
+(written after each output: an interrupted run keeps what it finished); the report's roof
+table reads it. An output timed while other processes held the cores its threads needed is
+flagged `load` (harness.runs.flags, from load columns sampled around its rounds): a parallel
+kernel then waits at every barrier for a thread that is not running, and on the 2-core VM
+under a load of 5 a 0.4 ms call took 16 ms, its roof's too, so neither ratio means much. The worker's clock is held against this process's (the sweep's rule,
+harness.bench.supervisor); a worker silent for OUTPUT_TIMEOUT_S is killed, its output
+recorded as a timeout and the rest go on in a new one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from harness.bench.cells import Cell
+from harness.bench.supervisor import CLOCK_MIN_S, CLOCK_SLACK
+from harness.bench.threads import thread_env
+from harness.bench import pairing
+from harness.core.isolate import describe_exit
+from harness.core import kinds
+from harness.bench.contention import COLUMNS
+from harness.runs import flags as flag_rules
+from harness.runs import results
+from harness.runs.paired import FILENAME
+from harness.runs.results import ROOF_KEYS, roof_bound
+from harness.runs.verdicts import verdict
+from harness.util import exitcodes, io, lifeline
+from harness.util.exitcodes import UsageError
+
+#: The runner-up is timed too when the sweep had it within this factor of the fastest.
+RUNNER_UP = 1.5
+#: Rounds per output at least (each contender one round per round), and timed seconds at least.
+ROUNDS, MIN_S = 12, 0.6
+OUTPUT_TIMEOUT_S = 120.0
+#: The implementation's flags that bar it: its timings or its values could not be trusted.
+BARRED = ("clock", "implausible", "inputs")
+CELL_FIELDS = tuple(f for f in Cell.__dataclass_fields__)
+
+#: The cli gives this verb no implementations: the worker loads them, never this process.
+NEEDS_IMPLEMENTATIONS = False
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output to time: its id, the implementations and the roofs (bench.csv rows)."""
+
+    id: str
+    picks: tuple[dict[str, Any], ...]
+    roofs: tuple[dict[str, Any], ...]
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        return [{k: _plain(r[k]) for k in CELL_FIELDS if k in r} for r in (*self.picks, *self.roofs)]
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def outputs(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> list[Output]:
+    """Per (workload, dtype) on the CPU at its largest size and most threads: the fastest
+    implementation that passes verify (a runner-up within RUNNER_UP) and the two fastest roofs
+    of the binding bound, as the sweep timed them."""
+    first = bench["kind"].map(lambda kind: next(iter(kinds.named(kind).conventions)))
+    cpu = bench[(bench["device"] == "cpu") & (bench["status"] == "ok")
+                & (bench["mode"].fillna("") == "") & (bench["convention"] == first)]
+    found = []
+    for (work, dtype), group in cpu[~cpu["is_roof"]].groupby(["workload", "dtype"], sort=True):
+        largest = group[group["bytes_out"] == group["bytes_out"].max()]
+        most = largest[largest["threads"] == largest["threads"].max()]
+        fine = most[~most["flags"].fillna("").astype(str).str.contains("|".join(BARRED))]
+        picks = [r for _, r in fine.sort_values("median_s").iterrows()
+                 if verdict(verify, r["impl"], r["dtype"]) is None][:2]
+        if not picks:
+            continue
+        if picks[-1]["median_s"] > RUNNER_UP * picks[0]["median_s"]:
+            picks = picks[:1]
+        roofs = _roofs(cpu, picks[0])
+        if roofs:
+            found.append(Output(f"{work}/{dtype}", tuple(dict(p) for p in picks), tuple(roofs)))
+    return found
+
+
+def _roofs(cpu: pd.DataFrame, pick: pd.Series) -> list[dict[str, Any]]:
+    """The two fastest roofs of `pick`'s output and thread count, of its binding bound."""
+    roofs = cpu[cpu["is_roof"] & (cpu["threads"] == pick["threads"])]
+    for key in ROOF_KEYS:
+        roofs = roofs[(roofs[key] == pick[key]) | (roofs[key].isna() & pd.isna(pick[key]))]
+    roofs = roofs[roofs["impl"].map(roof_bound) == pick.get("roof_bound", "memory")]
+    return [dict(r) for _, r in roofs.sort_values("median_s").head(2).iterrows()]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a bench run directory")
+
+
+def main(args: argparse.Namespace, impls: Sequence[Any]) -> int:
+    run_dir = Path(args.run_dir)
+    if not (run_dir / results.FILENAME).is_file():
+        raise UsageError(f"RUN_DIR {run_dir} has no {results.FILENAME}: not a finished bench run")
+    verify = run_dir / "verify.csv"
+    todo = outputs(pd.read_csv(run_dir / results.FILENAME, keep_default_na=False,
+                               na_values=[""]),
+                   pd.read_csv(verify) if verify.is_file() else None)
+    if not todo:
+        print("roofs: nothing to time (no implementation timed ok and passing verify on the CPU)")
+        return exitcodes.OK
+    threads = int(max(int(o.picks[0]["threads"]) for o in todo))
+    rows = time_outputs(todo, threads, args.plugin, run_dir / FILENAME)
+    for row in rows:
+        print(describe(row))
+    return exitcodes.OK
+
+
+def time_outputs(todo: Sequence[Output], threads: int, plugins: Sequence[str],
+                 csv: Path) -> list[dict[str, Any]]:
+    """Time every output in worker processes (a new one after a worker stopped short);
+    paired.csv rewritten as each output is judged."""
+    rows: list[dict[str, Any]] = []
+
+    def judged(output: Output, line: dict[str, Any], wall_s: float) -> None:
+        rows.extend(judge(output, line, wall_s, threads))
+        io.write_text(csv, pd.DataFrame(rows).to_csv(index=False))
+
+    pending = list(todo)
+    while pending:
+        done, stopped = _worker(pending, threads, plugins, judged)
+        if done < len(pending):             # the one it was on: it hung or died there
+            judged(pending[done], {"status": "error" if stopped else "timeout",
+                                   "reason": stopped or f"no answer in {OUTPUT_TIMEOUT_S:g} s"},
+                   float("nan"))
+        pending = pending[done + 1:]
+    return rows
+
+
+def _worker(pending: Sequence[Output], threads: int, plugins: Sequence[str],
+            judged: Callable[[Output, dict[str, Any], float], None]) -> tuple[int, str]:
+    """Run one worker over `pending` until it ends or falls silent, `judged(output, line,
+    seconds this process saw since the worker's previous line)` as each line comes: (how many
+    it answered, "" or how it died; a worker killed for silence says "")."""
+    with tempfile.TemporaryDirectory(prefix="pe-roofs-") as tmp:
+        results_path = Path(tmp) / "results.jsonl"
+        config = Path(tmp) / "config.json"
+        config.write_text(json.dumps({"threads": threads, "plugins": list(plugins),
+                                      "rounds": ROUNDS, "min_s": MIN_S,
+                                      "results": str(results_path),
+                                      "outputs": [{"id": o.id, "cells": o.cells} for o in pending]}))
+        done = 0
+        with lifeline.Lifeline() as line:
+            try:
+                proc = subprocess.Popen([sys.executable, "-m", "harness.bench.pairing", str(config)],
+                                        env={**os.environ, **thread_env(threads), **line.env},
+                                        pass_fds=line.fds, stdout=sys.stderr,
+                                        start_new_session=True)
+            finally:
+                line.started()
+            started, last, killed = time.monotonic(), None, False
+            while True:
+                code = proc.poll()
+                lines = _read(results_path)
+                if lines and last is None:      # its first line: implementations loaded
+                    last = time.monotonic()
+                for new in lines[done + 1:]:
+                    now = time.monotonic()
+                    judged(pending[done], new, now - last)
+                    done, last = done + 1, now
+                if code is not None or done == len(pending):
+                    break
+                if time.monotonic() - (started if last is None else last) > OUTPUT_TIMEOUT_S:
+                    proc.kill()
+                    killed = True
+                    break
+                time.sleep(0.05)
+            code = proc.wait()
+    stopped = ("" if killed or done == len(pending)
+               else f"the worker ended before answering ({describe_exit(code)})")
+    return done, stopped
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    """The worker's lines so far (a line still being written is left for the next read)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    return [json.loads(s) for s in text.splitlines() if s.endswith("}")]
+
+
+def judge(output: Output, line: dict[str, Any], wall_s: float, threads: int
+          ) -> list[dict[str, Any]]:
+    """One row per implementation of `output`: its paired ratio, or why there is none."""
+    status, reason = line.get("status", "error"), line.get("reason", "")
+    own_s = float(line.get("own_s", float("nan")))
+    if status == "ok" and wall_s > CLOCK_MIN_S and own_s < wall_s / CLOCK_SLACK:
+        status, reason = "clock", (f"its clock counted {own_s:.3g} s of a span that took "
+                                   f"{wall_s:.3g} s by this process's clock")
+    rounds = line.get("rounds_s", {}) if status == "ok" else {}
+    roofs = [r["impl"] for r in output.roofs]
+    out = []
+    for pick in output.picks:
+        row = {**{k: _plain(pick[k]) for k in ("workload", "kind", "dtype", "length", "d_model",
+                                               "batch", "heads", "convention") if k in pick},
+               "threads": threads, "impl": pick["impl"], "roofs": " ".join(roofs),
+               "status": status, "reason": reason, "sweep_ratio": _plain(pick.get("roof_ratio")),
+               "worker_s": own_s, **{k: line.get(k, float("nan")) for k in COLUMNS}}
+        row["flags"] = flag_rules.load_flag(row) if rounds else ""
+        if rounds:
+            each = pairing.ratios(rounds, pick["impl"], roofs)
+            fastest_roof = [min(rounds[r][i] for r in roofs) for i in range(len(each))]
+            row.update(impl_s=float(np.median(rounds[pick["impl"]])),
+                       roof_s=float(np.median(fastest_roof)), ratio=float(np.median(each)),
+                       ratio_p25=float(np.percentile(each, 25)),
+                       ratio_p75=float(np.percentile(each, 75)), rounds=len(each))
+        out.append(row)
+    return out
+
+
+def describe(row: dict[str, Any]) -> str:
+    where = f"{row['workload']} {row['dtype']} {row['length']}x{row['d_model']}"
+    if row["status"] != "ok":
+        return f"roofs: {where} {row['impl']}: {row['status']} ({row['reason']})"
+    return (f"roofs: {where} {row['impl']}: {row['ratio']:.2f}x its roof "
+            f"(rounds {row['ratio_p25']:.2f}-{row['ratio_p75']:.2f}; sweep {row['sweep_ratio']:.2f}x)"
+            + (f"; {row['flags']}" if row["flags"] else ""))
