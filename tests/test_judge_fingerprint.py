@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from harness.bench import fingerprint
 from harness.bench.fingerprint import SAMPLES, SEED_ENV, Judge, indices, sample
+from harness.core import kinds
+from harness.core.kinds.fields import DTYPES
 from tests.test_judge_bench_apart import cell, expected_values
 
 
@@ -53,3 +56,28 @@ def test_a_worker_samples_with_the_seed_its_supervisor_set(monkeypatch):
 @pytest.mark.parametrize("size", [SAMPLES, SAMPLES + 1])
 def test_a_result_of_up_to_samples_values_is_sampled_whole(size):
     assert len(indices(size, 3)) == min(size, SAMPLES)
+
+
+@pytest.mark.parametrize("kind", sorted(kinds.KINDS))
+def test_a_kinds_reference_does_not_depend_on_the_output_dtype(kind):
+    """The judge shares one reference between a shape's dtypes (fingerprint.without_dtype)."""
+    k = kinds.named(kind)
+    (length, *_), (width, *_) = k.bench_sizes_quick
+    specs = [k.bench_spec(length, width, dtype, k.first_convention) for dtype in DTYPES]
+    assert len({fingerprint.without_dtype(s) for s in specs}) == 1
+    first = k.reference(specs[0])
+    for spec in specs[1:]:
+        np.testing.assert_array_equal(k.reference(spec), first)
+
+
+def test_the_judge_computes_a_shapes_reference_once_for_its_dtypes(monkeypatch):
+    rows = [honest(dataclasses.replace(cell(length=128, width=16), dtype=dtype))
+            for dtype in ("float32", "float64", "float16")]
+    calls = []
+    table = kinds.named("table")
+    monkeypatch.setitem(kinds.KINDS, "table", dataclasses.replace(
+        table, reference=lambda spec: calls.append(spec.dtype) or table.reference(spec)))
+    judge = Judge(seed=7)
+    for row in rows:
+        assert judge.problem(row) == "", row["dtype"]
+    assert calls == ["float32"]

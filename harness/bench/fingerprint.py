@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Any, Mapping, Optional
+from collections import OrderedDict
+from dataclasses import fields
+from typing import Any, Callable, Hashable, Mapping, Optional
 
 import numpy as np
 
@@ -42,6 +44,10 @@ SAMPLES = 512
 #: reference, tolerance and expected arrays at once in bench's own process. Larger cells (a
 #: batched forward or apply past 16 Mi elements) are left to verify's judgement.
 JUDGED_ELEMENTS = 1 << 24
+#: References and tolerances the judge keeps for reuse: rows arrive a worker group at a time,
+#: every implementation and dtype of a size together, so a few cover the reuse, and a float64
+#: reference of JUDGED_ELEMENTS is 128 MiB of this process's memory.
+KEPT = 2
 
 
 def new_seed() -> int:
@@ -95,6 +101,12 @@ class Judge:
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self._wanted: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+        #: the float64 reference does not depend on the output dtype (a kind's `reference`
+        #: never reads it): one per shape and convention, shared by every dtype, by each
+        #: workload of the kind and by the negated inputs' variant (3.8 CPU-s of a default
+        #: run's table at 65536x256 was that reference computed again per dtype)
+        self._references: OrderedDict[Hashable, np.ndarray] = OrderedDict()
+        self._tolerances: OrderedDict[Hashable, np.ndarray] = OrderedDict()
 
     def problem(self, row: Mapping[str, Any]) -> str:
         """Why a row timed ok holds values other than the reference's ('' when they are
@@ -149,9 +161,30 @@ class Judge:
             spec, kind = cell.spec(), kinds.named(cell.kind)
             args = cell.work.arguments(spec, cell.batch, cell.heads)
             args = change(args) if change is not None else args
-            expected, allowed = cell.work.expected(spec, args, kind.reference(spec),
-                                                   kind.tolerance(spec))
+            reference = _kept(self._references, without_dtype(spec), lambda: kind.reference(spec))
+            tolerance = _kept(self._tolerances, spec, lambda: kind.tolerance(spec))
+            expected, allowed = cell.work.expected(spec, args, reference, tolerance)
             at = indices(expected.size, self.seed)
             self._wanted[key] = (np.ravel(expected)[at].astype(np.float64),
                                  np.ravel(np.broadcast_to(allowed, expected.shape))[at])
         return self._wanted[key]
+
+
+def without_dtype(spec: Any) -> Hashable:
+    """A spec's identity but for its output dtype: what its float64 reference depends on."""
+    return (type(spec).__name__,
+            tuple((f.name, repr(getattr(spec, f.name))) for f in fields(spec) if f.name != "dtype"))
+
+
+def _kept(store: "OrderedDict[Hashable, np.ndarray]", key: Hashable,
+          compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """`store[key]`, computed on a miss; the KEPT most recently used stay."""
+    if key in store:
+        store.move_to_end(key)
+        return store[key]
+    store[key] = value = compute()
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False      # shared: a workload's `expect` must not write to it
+    while len(store) > KEPT:
+        store.popitem(last=False)
+    return value
