@@ -238,3 +238,24 @@ def test_forward_vector_row_is_the_scalar_sum_rounded_once(dtype, d, monkeypatch
     given = x if dtype == "bfloat16" else x.numpy()
     got = torch.as_tensor(REGISTRY.get("numba-fused-forward").build(spec)(given))
     np.testing.assert_array_equal(got.to(torch.float64).numpy(), expected.to(torch.float64).numpy())
+
+
+@pytest.mark.parametrize("where", ["table", "rotary"])
+def test_fresh_outputs_are_not_faulted_in_before_the_kernel(where, threads):
+    """A fresh output's pages are faulted in by the kernel's threads as they write them, not all
+    first by the calling thread (that pass took twice the CPU of a two-thread call:
+    docs/fast.md, *First calls*): taking a 32 MiB output costs no more than a couple of faults."""
+    import resource
+
+    from harness.core.kinds.rotary import RotarySpec
+    from harness.impls.fast_numba import outputs
+    from harness.impls.rotary.numba import Rotary
+
+    threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    shape = (2048, 4096)   # 32 MiB of float32: 16 huge pages, 8192 small ones
+    rotary = Rotary(RotarySpec(8, 16))
+    take = outputs(shape, np.float32, recycle=False) if where == "table" else lambda: rotary.empty(shape, 0)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    out = take()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    assert out.shape == shape and faults < 8

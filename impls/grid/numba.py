@@ -18,7 +18,7 @@ CPU a call (bfloat16 16384 x 768, one thread: 15% of the grid; at two threads ea
 still computes all of the last axis). float32 output: float64 tables and arithmetic, rounded
 once; float16 and bfloat16: float32 tables and arithmetic, rounded once as uint16 bits
 (impls/_numba_half.py); float64 output calls libm on the float64 angle. Outputs start on a
-32-byte boundary and fresh ones are faulted in by one thread when several write them
+32-byte boundary and fresh ones are faulted in by the threads that write them
 (impls/table/numba_fast.outputs); `-recycled` writes into the memory of a grid the caller let go.
 """
 

@@ -10,7 +10,7 @@ read of q and k, one write of the outputs, like the fused rotary kernels of flas
 vLLM, in every form they take (FORMS: both layouts walked in their own order, k with fewer heads,
 position ids per sequence; `-inplace` rotates q and k where they are). Positions need not be
 sorted: each one finds its coarse and fine rows by division.
-Outputs are faulted in by one thread before a parallel pass (`fresh_output`); the `-recycled`
+Fresh outputs are faulted in by the threads that write them; the `-recycled`
 variants write into the memory of outputs the caller has let go (harness.util.recycle), which
 spares the page faults of a fresh mapping at every call, as numba-angleadd-recycled does.
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from harness.core.kinds.rotary import ApplyForms, RotarySpec
 from harness.core.registry import register
-from harness.util.memory import aligned, aligned_owner, first_touch
+from harness.util.memory import aligned, aligned_owner
 from harness.util.recycle import RecycledBuffers
 from .._numba_half import HALF_DTYPES, Storage
 from ._apply_kernels import apply_kernels
@@ -99,16 +99,13 @@ class Rotary:
         self.stream_from = STREAM_FROM_BYTES
 
     def empty(self, shape: tuple[int, ...], part: int) -> np.ndarray:
-        """A fresh output starting on a cache line (OUTPUT_ALIGN), faulted in by this thread
-        before a parallel pass (as `fresh_output`), or with `recycle` the memory of one the
-        caller has let go (harness.util.recycle): no page faults on rebuilds."""
-        import numba
-
+        """A fresh output starting on a cache line (OUTPUT_ALIGN), its pages faulted in by the
+        threads that write them (impls/table/numba_fast.outputs), or with `recycle` the memory
+        of one the caller has let go (harness.util.recycle): no page faults on rebuilds."""
         dtype = self.storage.kernel
 
         def owner() -> np.ndarray:
-            memory = aligned_owner(shape, dtype, OUTPUT_ALIGN)
-            return first_touch(memory) if numba.get_num_threads() > 1 else memory
+            return aligned_owner(shape, dtype, OUTPUT_ALIGN)
 
         def view(memory: np.ndarray) -> np.ndarray:
             return aligned(memory, shape, dtype, OUTPUT_ALIGN)

@@ -9,8 +9,8 @@ cache's size (no read for ownership), each thread fencing them once at its end. 
 sine column has its cosine (`by_pairs`), rows and a forward's PE rows go by frequency pairs
 (impls/table/_pair_tile.py: half the loads, the same bits); else by columns, a bfloat16
 table's in the tile's paired order (`_sweeper(paired=True)`).
-One thread faults the output's pages in (`first_touch`) when several will write it (one
-thread faults them as it writes), then threads take contiguous runs of blocks.
+Threads take contiguous runs of blocks, and each faults in the fresh pages it writes
+(`outputs`).
 A block's start row (P, Q) is one angle-addition step, by float64 tables computed directly
 in setup, from an anchor start computed directly (libm) every ANCHOR blocks: no recurrence
 drifts, at any length, and float64 output pays d sin/cos per ANCHOR_EXACT blocks instead of
@@ -41,7 +41,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from harness import Spec, register
-from harness.util.memory import aligned, aligned_owner, first_touch
+from harness.util.memory import aligned, aligned_owner
 from harness.util.recycle import RecycledBuffers
 
 from .._numba_half import DTYPES, HALF_DTYPES, Storage, codecs
@@ -259,12 +259,13 @@ def _warm(run, spec: Spec, x=None) -> None:
 def outputs(shape: tuple[int, ...], dtype, recycle: bool) -> Callable[[], np.ndarray]:
     """Each call's output buffer: fresh, or recycled (harness.util.recycle), starting on a
     32-byte boundary so that the tile's streaming stores apply (`np.empty` starts 16 bytes
-    off). New memory is faulted in by this thread before a parallel pass (as `fresh_output`)."""
-    import numba
+    off). A fresh output's pages are faulted in by the threads that write them: one thread
+    faulting them all first (`harness.util.memory.first_touch`, as this did) zeroed every page
+    of a table past the L3 before the kernel wrote it again, and took twice the CPU of a call
+    (docs/fast.md, *First calls*)."""
 
     def owner() -> np.ndarray:
-        memory = aligned_owner(shape, dtype, STREAM_ALIGN)
-        return first_touch(memory) if numba.get_num_threads() > 1 else memory
+        return aligned_owner(shape, dtype, STREAM_ALIGN)
 
     def view(memory: np.ndarray) -> np.ndarray:
         return aligned(memory, shape, dtype, STREAM_ALIGN)
