@@ -116,6 +116,20 @@ def test_a_batch_of_retries_takes_only_the_cells_that_fit_their_time_left():
     assert retries.due(2, final=True) == [] and not retries.waiting
 
 
+def test_a_batch_is_sized_at_the_retries_own_seconds_per_cell_where_slower():
+    """A batch starts its workers afresh, so retries cost more a cell than the sweep did: after
+    one of 30 s a cell, a sweep of 20 s a cell leaves room for two of them, not three."""
+    now = [0.0]
+    retries = Retries(1000, clock=lambda: now[0])
+    flagged = [cell(64 * (i + 1), 64) for i in range(50)]
+    for c in flagged:
+        retries.seen(busy_row(c), c, group=0)
+    now[0] = 1000.0                                   # 20 s a measured cell
+    retries.timed(30.0, cells=1)
+    left = max(remeasure.MIN_SECONDS, remeasure.SHARE_OF_TIME * (1000.0 - 30.0)) - 30.0
+    assert len(retries.due(1)) == int(left / 30.0) < int(left / 20.0)
+
+
 def test_interleave_takes_turns_between_implementations():
     cells = [cell(64, 64, impl="a"), cell(128, 64, impl="a"), cell(64, 64, impl="b")]
     assert [c.impl for c in interleave(cells)] == ["a", "b", "a"]

@@ -17,9 +17,10 @@ MAX_SHARE of the cells measured again, and retries stop once they have used
 SHARE_OF_TIME of the time the sweep took so far (but are always allowed
 MIN_SECONDS): a run under steady heavy load ends, saying what stayed flagged.
 The time bound holds for a batch too: a batch takes only as many cells as fit the
-time left at the sweep's mean seconds per measured cell so far (the rest wait for
-a later batch), so one batch of a quiet run's noisy cells cannot overshoot it
-(one of 144 cells took 225 s, four minutes into a 14-minute sweep).
+time left at the seconds per cell of the sweep so far, or of the retries so far where
+those were slower (a batch starts its workers afresh: a quiet run's first batch took
+1 s a cell against the sweep's 0.55), so that a batch cannot overshoot it (one of 144
+cells took 225 s, four minutes into a 14-minute sweep).
 Cells flagged for load or threads go before cells that are only noisy: a flag
 keeps a cell out of the answers, noise only widens its interval. So in the default
 sweep (`contenders_only`) a cell only noisy is measured again only where an answer
@@ -52,8 +53,11 @@ MAX_ATTEMPTS = 3
 #: Of the sweep's cells, the share that may be measured again.
 MAX_SHARE = 0.25
 #: Retries may add this share of the sweep's time so far, and always MIN_SECONDS: a quiet
-#: default run measured half its cells again when retries could take as long as half the sweep.
-SHARE_OF_TIME, MIN_SECONDS = 0.2, 20.0
+#: default run measured half its cells again when retries could take as long as half the sweep,
+#: and at a fifth (with batches sized by the sweep's seconds per cell) 140 cells in 168 s of
+#: its 665 (7ef9cf7): 22 of them flagged for load, the rest only noisy, of which a third came
+#: back under NOISY_IQR and half came back noisier: noise only widens a cell's interval.
+SHARE_OF_TIME, MIN_SECONDS = 0.1, 20.0
 #: A cell only noisy is measured again (contenders_only) within this many times the fastest.
 CLOSE = 1.5
 #: The sweep measures queued cells again once this many wait (or at its end): each batch starts
@@ -84,6 +88,7 @@ class Retries:
     clock: Callable[[], float] = time.monotonic
     started: float = field(default=-1.0)
     spent_s: float = 0.0
+    spent_cells: int = 0    # cells the batches of retries (and fallbacks) measured in spent_s
     attempts: dict[str, int] = field(default_factory=dict)
     waiting: dict[str, tuple[Cell, int]] = field(default_factory=dict)   # key -> (cell, group no.)
     why: dict[str, str] = field(default_factory=dict)
@@ -174,12 +179,16 @@ class Retries:
 
     def _fit(self) -> int:
         """How many cells fit the time retries have left, at the sweep's mean seconds per
-        measured cell so far (at least one: `allowed` said there is time)."""
+        measured cell so far, or the retries' own where slower (at least one: `allowed` said
+        there is time)."""
         elapsed = self.clock() - self.started
         if elapsed <= 0 or not self.measured:
             return self.total_cells
         left = max(MIN_SECONDS, SHARE_OF_TIME * (elapsed - self.spent_s)) - self.spent_s
-        return max(1, int(left / (elapsed / self.measured)))
+        per_cell = elapsed / self.measured
+        if self.spent_cells:
+            per_cell = max(per_cell, self.spent_s / self.spent_cells)
+        return max(1, int(left / per_cell))
 
     def _could_move(self, cell: Cell) -> bool:
         """Whether measuring `cell` again could move an answer: always for a flag; for noise
@@ -189,9 +198,10 @@ class Retries:
         median = _number(self.rows[cell.key].get("median_s"))
         return median is None or close_to_fastest(cell, median, self.rows.values(), CLOSE)
 
-    def timed(self, seconds: float) -> None:
-        """Add the wall time a batch of retries took."""
+    def timed(self, seconds: float, cells: int = 0) -> None:
+        """Add the wall time a batch of retries took, and how many cells it measured."""
         self.spent_s += seconds
+        self.spent_cells += cells
 
     def allowed(self) -> bool:
         """Whether retries still fit their time bound."""

@@ -184,7 +184,7 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
                 break
             supervisor.run(replace(group, cells=tuple(interleave(group.cells))))
             write_csv(run_dir)
-        retries.timed(time.monotonic() - start)
+        retries.timed(time.monotonic() - start, len(cells_now))
 
     try:
         for group in todo:
