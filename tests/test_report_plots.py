@@ -188,7 +188,8 @@ def test_no_frontier_label_is_struck_through_by_the_frontier(tmp_path, caught):
                      frontier=frontier)
 
     points = [point("front-a", 1e-3, 1e-5, True), point("front-b", 4e-3, 1e-7, True),
-              point("near-the-line", 1.6e-3, 0.9e-5, False)]
+              point("near-the-line", 1.6e-3, 0.9e-5, False),
+              point("by-the-riser", 3.3e-3, 1e-6, False)]    # left of the step down to front-b
     trade = Tradeoff("table", 8192, 1024, "float32", tuple(points))
     styles = figures.palette([p.impl for p in points],
                              highlight={p.impl: "recommended" for p in points})
@@ -199,5 +200,35 @@ def test_no_frontier_label_is_struck_through_by_the_frontier(tmp_path, caught):
     boxes = [labels.extent(t, renderer) for t in ax.texts
              if t.get_text() in {p.impl for p in points}]
     frontier = next(line for line in ax.get_lines() if line.get_label() == "Pareto frontier")
-    drawn = frontier.get_transform().transform_path(frontier.get_path())
-    assert len(boxes) == 3 and not any(labels.crosses(b, [drawn]) for b in boxes)
+    from matplotlib import cbook
+    from matplotlib.path import Path as StepPath
+
+    steps = cbook.STEP_LOOKUP_MAP["steps-post"](frontier.get_xdata(), frontier.get_ydata())
+    drawn = StepPath(ax.transData.transform(np.column_stack(steps)))   # as drawn, with its riser
+    assert len(boxes) == 4 and not any(labels.crosses(b, [drawn]) for b in boxes)
+
+
+def test_a_panel_of_what_runs_at_no_other_thread_count_is_left_out_and_every_point_is_in_view(
+        tmp_path, caught):
+    """A 1-thread panel holding only the pure-Python seed compares nothing; and the usual
+    choice, 1e5 times less accurate far out than the picks, stays inside the shared y axis
+    (limits set panel by panel had left it off the plot)."""
+    def point(name: str, threads: int, error: float) -> Point:
+        return Point(name, "cpu", "paper", threads, 1e-3 * (1 + len(name) / 10), 2.0, (),
+                     Accuracy(error, 1_000_063), None)
+
+    points = [point("seed-python-loops", 1, 3e-8), point("pick", 2, 1e-7),
+              point("usual", 2, 2e-2)]
+    styles = figures.palette([p.impl for p in points], highlight={"usual": "usual choice"})
+    plots.frontier(Tradeoff("table", 64, 1024, "float32", tuple(points)), "box",
+                   tmp_path / "f.png", styles)
+    panels = [ax for ax in caught[-1].axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["2 threads"]
+    low, high = panels[0].get_ylim()
+    assert low < 1e-7 and high > 2e-2
+    shared = [*points, point("pick", 1, 1e-7)]
+    plots.frontier(Tradeoff("table", 64, 1024, "float32", tuple(shared)), "box",
+                   tmp_path / "g.png", styles)
+    panels = [ax for ax in caught[-1].axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["1 thread", "2 threads"]
+    assert all(ax.get_ylim()[0] < 3e-8 and ax.get_ylim()[1] > 2e-2 for ax in panels)

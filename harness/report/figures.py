@@ -23,11 +23,13 @@ MARKERS = "osD^v<>pP*Xh"
 #: tab20's strong colours first, then its light ones (every implementation in colour).
 COLOUR_ORDER = tuple(range(0, 20, 2)) + tuple(range(1, 20, 2))
 #: The few that matter in a highlighted plot, coloured by role so a role is read at a glance:
-#: shades of one hue per role (tab20c's blue, orange, green, purple), never shared by two roles.
-_SHADES = plt.get_cmap("tab20c").colors
-ROLE_COLOURS = {"recommended": _SHADES[0:4], "usual choice": _SHADES[4:8],
-                "Pareto": _SHADES[8:12]}
-OTHER_ROLE_COLOURS = _SHADES[12:16]
+#: three shades of one hue per role (blue, orange, green, purple), never shared by two roles,
+#: each dark enough for a name written in it to read on white beside the grey of the rest
+#: (tab20c's lightest shades, #c6dbef and the like, did not).
+ROLE_COLOURS = {"recommended": ("#08519c", "#3182bd", "#6baed6"),
+                "usual choice": ("#a63603", "#e6550d", "#fd8d3c"),
+                "Pareto": ("#006d2c", "#31a354", "#74c476")}
+OTHER_ROLE_COLOURS = ("#54278f", "#756bb1", "#9e9ac8")
 #: Everything else in a highlighted plot: thin, grey, behind, one legend entry for all.
 OTHER_LABEL = "other implementations"
 OTHER = dict(color="#b8b8b8", marker="", linewidth=0.8, alpha=0.8, zorder=1, label=OTHER_LABEL)

@@ -8,7 +8,7 @@ the report links only plots that exist.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -196,7 +196,7 @@ def frontier(trade: Tradeoff, machine: str, path: Path, styles: Mapping[str, dic
     points = [p for p in trade.points if p.accuracy is not None and p.accuracy.max_abs_err > 0]
     if not points:
         return None
-    threads = sorted({p.threads for p in points})
+    threads = _panels(points)
     fig, axes = grid(1, len(threads), f"{trade.workload}: accuracy vs speed at {trade.size}",
                      machine, panel=(6.4, 5.0), sharey=True)
     named: list[list[Point]] = []
@@ -206,17 +206,19 @@ def frontier(trade: Tradeoff, machine: str, path: Path, styles: Mapping[str, dic
         for p in mine:
             ax.loglog([p.median_s], [p.accuracy.max_abs_err], **_point_style(p, styles))
         front = sorted((p for p in mine if p.frontier), key=lambda p: p.median_s)
-        line, = ax.plot([p.median_s for p in front], [p.accuracy.max_abs_err for p in front],
-                        color="black", linewidth=1.2, drawstyle="steps-post",
-                        label="Pareto frontier", zorder=2)
-        steps.append(line.get_path().vertices)   # data coordinates, with its steps
-        _pad_log_limits(ax)
+        xs, ys = [p.median_s for p in front], [p.accuracy.max_abs_err for p in front]
+        ax.plot(xs, ys, color="black", linewidth=1.2, drawstyle="steps-post",
+                label="Pareto frontier", zorder=2)
+        steps.append([(x, y) for i, (x, y) in enumerate(zip(xs, ys))   # as drawn: its steps
+                      for x, y in ([(x, ys[i - 1])] if i else []) + [(x, y)]])
         log_axis(ax.xaxis, TIME_AXIS)
         ax.set_title(fmt.threads(t), fontsize=11)
         ax.set_xlabel(f"median time at {trade.size}")
         ax.set_ylabel("max abs error, float32, long positions")
         ax.grid(True, which="major", alpha=0.3)
         named.append([p for p in mine if p.frontier or highlighted(styles, p.impl)])
+    for ax in axes[0]:          # once every panel is drawn: the y axis is shared
+        _pad_log_limits(ax, y=ax is axes[0][0])
     legend(fig, axes)
     fig.tight_layout(rect=(0, 0, 1, 0.95))        # final layout before labels are placed
     for ax, chosen, line in zip(axes[0], named, steps):
@@ -240,9 +242,23 @@ def _point_style(p: Point, styles: Mapping[str, dict]) -> dict:
     return style
 
 
-def _pad_log_limits(ax) -> None:
-    """Room around the points for their names: a third of a decade each side in x, one in y."""
+def _panels(points: Sequence[Point]) -> list[int]:
+    """The thread counts to draw: the most, and fewer only where an implementation timed at
+    the most was timed there too (a panel of only the pure-Python seed, the one thing run at
+    no other count, compares nothing)."""
+    counts = sorted({p.threads for p in points})
+    most = {p.impl for p in points if p.threads == counts[-1]}
+    return [t for t in counts
+            if t == counts[-1] or most & {p.impl for p in points if p.threads == t}]
+
+
+def _pad_log_limits(ax, y: bool = True) -> None:
+    """Room around the points for their names: a third of a decade each side in x, and with
+    `y` six tenths of one in y (once for panels sharing it). Called after every point is
+    drawn: a limit set earlier stops the shared axis from growing to later panels' points
+    (the usual choice, 1e5 times less accurate far out, was left off the plot)."""
     lo, hi = ax.get_xlim()
     ax.set_xlim(lo / 10 ** 0.35, hi * 10 ** 0.35)
-    lo, hi = ax.get_ylim()
-    ax.set_ylim(lo / 10 ** 0.6, hi * 10 ** 0.6)
+    if y:
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo / 10 ** 0.6, hi * 10 ** 0.6)
