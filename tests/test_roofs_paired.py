@@ -90,6 +90,10 @@ def test_the_step_times_the_fastest_that_passes_a_near_runner_up_and_two_binding
     json.dumps(output.cells)                      # what the worker's config carries
     lone = roofs.outputs(_bench({"best": 2e-3, "far": 9e-3, "roof-sincos-timestep": 4e-3}), verify)
     assert [p["impl"] for p in lone[0].picks] == ["best"]
+    # every roof flagged for load in the sweep: bench.csv names no binding roof; still paired
+    unbound = bench.assign(roof_bound=float("nan"), roof_s=float("nan"))
+    [output] = roofs.outputs(unbound, verify)
+    assert [r["impl"] for r in output.roofs] == ["roof-sincos-timestep", "roof-sincos-numpy-timestep"]
 
 
 def test_a_worker_whose_clock_runs_slow_is_not_believed():
