@@ -63,14 +63,24 @@ def test_an_in_place_kernels_reset_is_not_timed_and_the_floor_of_timed_seconds_h
     assert len(resets) > len(rounds["inplace"])
 
 
+def test_a_first_call_round_is_one_call_of_a_fresh_build_the_build_untimed():
+    machine = Machine(step_at=1e9, slower=1.0)
+    builds = []
+    first = pairing.Contender("fresh", machine.costing(2e-3),
+                              reset=lambda: (builds.append(1), machine.costing(0.5)()), once=True)
+    rounds = pairing.interleaved([first], rounds=5, clock=machine.clock, round_s=0.01,
+                                 pause=lambda s: None)
+    assert rounds["fresh"] == [pytest.approx(2e-3)] * 5 and len(builds) == 5
+
+
 def _cell(impl: str, threads: int = 2, is_roof: bool = False, dtype: str = "float32") -> Cell:
     return Cell(impl, "numpy", "cpu", "timestep", "adm", 64, 64, dtype, threads,
                 is_roof=is_roof, kind="timestep")
 
 
-def _bench(times: dict[str, float]) -> pd.DataFrame:
-    rows = [row(_cell(name, is_roof=name.startswith("roof-")), Outcome("ok", median_s=t,
-                                                                        iqr_s=t / 1e3))
+def _bench(times: dict[str, float], first: dict[str, float] = {}) -> pd.DataFrame:
+    rows = [row(_cell(name, is_roof=name.startswith("roof-")),
+                Outcome("ok", median_s=t, iqr_s=t / 1e3, first_call_s=first.get(name, 10 * t)))
             for name, t in times.items()]
     return results.tidy(rows, "run", "machine")
 
@@ -78,7 +88,8 @@ def _bench(times: dict[str, float]) -> pd.DataFrame:
 def test_the_step_times_the_fastest_that_passes_a_near_runner_up_and_two_binding_roofs():
     bench = _bench({"fast-but-wrong": 1e-3, "best": 2e-3, "near": 2.8e-3, "far": 9e-3,
                     "roof-sincos-timestep": 4e-3, "roof-sincos-numpy-timestep": 5e-3,
-                    "roof-sincos-torch-timestep": 7e-3, "roof-recycled-fill-timestep": 1e-4})
+                    "roof-sincos-torch-timestep": 7e-3, "roof-recycled-fill-timestep": 1e-4,
+                    "roof-numpy-fill-timestep": 1e-3})
     verify = pd.DataFrame({"impl": ["fast-but-wrong", "best", "near", "far"],
                            "dtype": ["float32"] * 4, "status": ["fail", "pass", "pass", "pass"]})
     [output] = roofs.outputs(bench, verify)
@@ -87,7 +98,20 @@ def test_the_step_times_the_fastest_that_passes_a_near_runner_up_and_two_binding
     assert [r["impl"] for r in output.roofs] == ["roof-sincos-timestep", "roof-sincos-numpy-timestep"]
     assert {c["impl"] for c in output.cells} == {"best", "near", "roof-sincos-timestep",
                                                  "roof-sincos-numpy-timestep"}
-    json.dumps(output.cells)                      # what the worker's config carries
+    json.dumps([output.cells, output.first_cells])      # what the worker's config carries
+    # first calls: the fastest two that pass and build afresh, against allocate-and-fill roofs
+    assert [p["impl"] for p in output.first_picks] == ["best", "near"]
+    assert [r["impl"] for r in output.first_roofs] == ["roof-numpy-fill-timestep"]
+    quick_start = _bench({"best": 2e-3, "rotary-inplace": 1e-3, "quick-start": 3e-3,
+                          "roof-sincos-timestep": 4e-3, "roof-numpy-fill-timestep": 1e-3,
+                          "roof-recycled-fill-timestep": 1e-4},
+                         first={"best": 9e-3, "quick-start": 4e-3, "rotary-inplace": 1e-4,
+                                "roof-recycled-fill-timestep": 1e-5})
+    passing = pd.DataFrame({"impl": ["best", "rotary-inplace", "quick-start"],
+                            "dtype": ["float32"] * 3, "status": ["pass"] * 3})
+    [output] = roofs.outputs(quick_start, passing)
+    assert [p["impl"] for p in output.first_picks] == ["quick-start", "best"]
+    assert [r["impl"] for r in output.first_roofs] == ["roof-numpy-fill-timestep"]
     lone = roofs.outputs(_bench({"best": 2e-3, "far": 9e-3, "roof-sincos-timestep": 4e-3}), verify)
     assert [p["impl"] for p in lone[0].picks] == ["best"]
     # every roof flagged for load in the sweep: bench.csv names no binding roof; still paired
@@ -140,6 +164,13 @@ def test_the_roof_table_shows_the_paired_ratio_and_names_a_runner_up_that_came_o
     line = bounds.table(bounds_bench(), verify, paired.iloc[:1]).iloc[0]
     assert line["x roof, 2 threads, paired"] == "1.1x (1.00-1.20)"
     assert "x roof, 2 threads, paired" not in bounds.table(bounds_bench(), verify).columns
+    first = pd.DataFrame({"measure": ["call", "first call"], "workload": ["timestep"] * 2,
+                          "dtype": ["float32"] * 2, "impl": ["timestep-numba"] * 2,
+                          "status": ["ok", "ok"], "ratio": [1.1, 1.25], "ratio_p25": [1.0, 1.2],
+                          "ratio_p75": [1.2, 1.3]})
+    line = bounds.table(bounds_bench(), verify, first).iloc[0]
+    assert line["x roof, 2 threads, paired"] == "1.1x (1.00-1.20)"
+    assert line["first call x fresh fill, paired"] == "1.25x (1.20-1.30)"
 
 
 @pytest.mark.e2e

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -44,7 +45,7 @@ from harness.core import kinds
 from harness.bench.contention import COLUMNS
 from harness.runs import flags as flag_rules
 from harness.runs import results
-from harness.runs.paired import FILENAME
+from harness.runs.paired import FILENAME, MEASURES
 from harness.runs.results import ROOF_KEYS, roof_bound
 from harness.runs.verdicts import verdict
 from harness.util import exitcodes, io, lifeline
@@ -58,22 +59,40 @@ OUTPUT_TIMEOUT_S = 120.0
 #: The implementation's flags that bar it: its timings or its values could not be trusted.
 BARRED = ("clock", "implausible", "inputs")
 CELL_FIELDS = tuple(f for f in Cell.__dataclass_fields__)
+OUTPUT_FIELDS = ("workload", "kind", "dtype", "length", "d_model", "batch", "heads", "convention")
 
 #: The cli gives this verb no implementations: the worker loads them, never this process.
 NEEDS_IMPLEMENTATIONS = False
 
 
+#: Names of what builds nothing into fresh memory: in-place kernels (rotating their inputs) and
+#: roofs writing into memory an earlier call let go; neither is a one-off build's yardstick.
+IN_PLACE, RECYCLED = "inplace", "recycled"
+
+
 @dataclass(frozen=True)
 class Output:
-    """One output to time: its id, the implementations and the roofs (bench.csv rows)."""
+    """One output to time: its id, the implementations and the roofs (bench.csv rows), and
+    for first calls (a fresh build each round) the implementations with the fastest first
+    calls and the allocate-and-fill roofs."""
 
     id: str
     picks: tuple[dict[str, Any], ...]
     roofs: tuple[dict[str, Any], ...]
+    first_picks: tuple[dict[str, Any], ...] = ()
+    first_roofs: tuple[dict[str, Any], ...] = ()
 
     @property
     def cells(self) -> list[dict[str, Any]]:
-        return [{k: _plain(r[k]) for k in CELL_FIELDS if k in r} for r in (*self.picks, *self.roofs)]
+        return _cells((*self.picks, *self.roofs))
+
+    @property
+    def first_cells(self) -> list[dict[str, Any]]:
+        return _cells((*self.first_picks, *self.first_roofs)) if self.first_roofs else []
+
+
+def _cells(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: _plain(r[k]) for k in CELL_FIELDS if k in r} for r in rows]
 
 
 def _plain(value: Any) -> Any:
@@ -100,8 +119,26 @@ def outputs(bench: pd.DataFrame, verify: Optional[pd.DataFrame]) -> list[Output]
             picks = picks[:1]
         roofs = _roofs(cpu, picks[0])
         if roofs:
-            found.append(Output(f"{work}/{dtype}", tuple(dict(p) for p in picks), tuple(roofs)))
+            found.append(Output(f"{work}/{dtype}", tuple(dict(p) for p in picks), tuple(roofs),
+                                *_first_calls(cpu, fine, picks[0], verify)))
     return found
+
+
+def _first_calls(cpu: pd.DataFrame, rows: pd.DataFrame, pick: pd.Series,
+                 verify: Optional[pd.DataFrame]) -> tuple[tuple[dict[str, Any], ...], ...]:
+    """(the two fastest first calls that pass verify and build into fresh memory, the two
+    fastest first calls of allocate-and-fill roofs of the same output), as the sweep timed
+    them once each."""
+    rows = rows[rows["first_call_s"].notna() & ~rows["impl"].str.contains(IN_PLACE)]
+    picks = tuple(dict(r) for _, r in rows.sort_values("first_call_s").iterrows()
+                  if verdict(verify, r["impl"], r["dtype"]) is None)[:2]
+    roofs = cpu[cpu["is_roof"] & (cpu["threads"] == pick["threads"])
+                & cpu["first_call_s"].notna() & ~cpu["impl"].str.contains(RECYCLED)
+                & (cpu["impl"].map(roof_bound) == "memory")]
+    for key in ROOF_KEYS:
+        roofs = roofs[(roofs[key] == pick[key]) | (roofs[key].isna() & pd.isna(pick[key]))]
+    fills = tuple(dict(r) for _, r in roofs.sort_values("first_call_s").head(2).iterrows())
+    return (picks, fills) if picks and fills else ((), ())
 
 
 def _roofs(cpu: pd.DataFrame, pick: pd.Series) -> list[dict[str, Any]]:
@@ -173,7 +210,8 @@ def _worker(pending: Sequence[Output], threads: int, plugins: Sequence[str],
         config.write_text(json.dumps({"threads": threads, "plugins": list(plugins),
                                       "rounds": ROUNDS, "min_s": MIN_S,
                                       "results": str(results_path),
-                                      "outputs": [{"id": o.id, "cells": o.cells} for o in pending]}))
+                                      "outputs": [{"id": o.id, "cells": o.cells,
+                                                   "first": o.first_cells} for o in pending]}))
         done = 0
         with lifeline.Lifeline() as line:
             try:
@@ -223,29 +261,40 @@ def judge(output: Output, line: dict[str, Any], wall_s: float, threads: int
     if status == "ok" and wall_s > CLOCK_MIN_S and own_s < wall_s / CLOCK_SLACK:
         status, reason = "clock", (f"its clock counted {own_s:.3g} s of a span that took "
                                    f"{wall_s:.3g} s by this process's clock")
-    rounds = line.get("rounds_s", {}) if status == "ok" else {}
-    roofs = [r["impl"] for r in output.roofs]
-    out = []
-    for pick in output.picks:
-        row = {**{k: _plain(pick[k]) for k in ("workload", "kind", "dtype", "length", "d_model",
-                                               "batch", "heads", "convention") if k in pick},
-               "threads": threads, "impl": pick["impl"], "roofs": " ".join(roofs),
-               "status": status, "reason": reason, "sweep_ratio": _plain(pick.get("roof_ratio")),
-               "worker_s": own_s, **{k: line.get(k, float("nan")) for k in COLUMNS}}
-        row["flags"] = flag_rules.load_flag(row) if rounds else ""
-        if rounds:
-            each = pairing.ratios(rounds, pick["impl"], roofs)
-            fastest_roof = [min(rounds[r][i] for r in roofs) for i in range(len(each))]
-            row.update(impl_s=float(np.median(rounds[pick["impl"]])),
-                       roof_s=float(np.median(fastest_roof)), ratio=float(np.median(each)),
-                       ratio_p25=float(np.percentile(each, 25)),
-                       ratio_p75=float(np.percentile(each, 75)), rounds=len(each))
-        out.append(row)
-    return out
+    common = {"threads": threads, "status": status, "reason": reason, "worker_s": own_s,
+              **{k: line.get(k, float("nan")) for k in COLUMNS}}
+    first_fill = min((float(r["first_call_s"]) for r in output.first_roofs), default=math.nan)
+    return ([_row(MEASURES[0], p, output.roofs, common,
+                  line.get("rounds_s", {}) if status == "ok" else {}, p.get("roof_ratio"))
+             for p in output.picks]
+            + [_row(MEASURES[1], p, output.first_roofs, common,
+                    line.get("first_s", {}) if status == "ok" else {},
+                    float(p["first_call_s"]) / first_fill)
+               for p in output.first_picks])
+
+
+def _row(measure: str, pick: dict[str, Any], roof_rows: Sequence[dict[str, Any]],
+         common: dict[str, Any], rounds: dict[str, list[float]], sweep_ratio: Any
+         ) -> dict[str, Any]:
+    """A paired.csv row: `pick` against the fastest of `roof_rows` round by round."""
+    roofs = [r["impl"] for r in roof_rows]
+    row = {"measure": measure, **{k: _plain(pick[k]) for k in OUTPUT_FIELDS if k in pick},
+           "impl": pick["impl"], "roofs": " ".join(roofs), **common,
+           "sweep_ratio": _plain(sweep_ratio)}
+    row["flags"] = flag_rules.load_flag(row) if rounds else ""
+    if rounds:
+        each = pairing.ratios(rounds, pick["impl"], roofs)
+        fastest_roof = [min(rounds[r][i] for r in roofs) for i in range(len(each))]
+        row.update(impl_s=float(np.median(rounds[pick["impl"]])),
+                   roof_s=float(np.median(fastest_roof)), ratio=float(np.median(each)),
+                   ratio_p25=float(np.percentile(each, 25)),
+                   ratio_p75=float(np.percentile(each, 75)), rounds=len(each))
+    return row
 
 
 def describe(row: dict[str, Any]) -> str:
-    where = f"{row['workload']} {row['dtype']} {row['length']}x{row['d_model']}"
+    where = (f"{row['workload']} {row['dtype']} {row['length']}x{row['d_model']}"
+             + (f" {row['measure']}" if row["measure"] != MEASURES[0] else ""))
     if row["status"] != "ok":
         return f"roofs: {where} {row['impl']}: {row['status']} ({row['reason']})"
     return (f"roofs: {where} {row['impl']}: {row['ratio']:.2f}x its roof "

@@ -7,7 +7,9 @@ of two sweep medians can be off by nearly 2x either way. Here every contender of
 built in one process and timed a round each in turn, the order rotating from round to round,
 so each round of the pick has a round of every roof within milliseconds of it; the judge
 (harness.bench.paired) takes the ratio round by round. A short pause between contenders lets
-the previous one's thread pool go to sleep before the next one's threads start.
+the previous one's thread pool go to sleep before the next one's threads start. A first call
+is paired the same way (`first_call`): each round builds its contender afresh, untimed, and
+times its first call, which allocates its output.
 
 This module is the worker (`python -m harness.bench.pairing CONFIG`): it reads the contenders
 from CONFIG, writes a line once its implementations are loaded, then one JSON line per output
@@ -44,6 +46,8 @@ class Contender:
     name: str
     call: Callable[[], Any]
     reset: Optional[Callable[[], None]] = None
+    #: one call a round, its reset untimed before it (a first call: a fresh build each round)
+    once: bool = False
 
 
 def order(names: Sequence[str], round_no: int) -> list[str]:
@@ -92,6 +96,8 @@ def interleaved(contenders: Sequence[Contender], rounds: int, min_s: float = 0.0
 
 def _calls_per_round(contender: Contender, round_s: float, clock: Callable[[], float]) -> int:
     """How many calls make a round of about `round_s` (one warm-up call, one timed)."""
+    if contender.once:
+        return 1
     per_round(contender, 1, clock)
     once = per_round(contender, 1, clock)
     return max(1, min(1000, math.ceil(round_s / once))) if once > 0 else 1000
@@ -104,15 +110,14 @@ def ratios(rounds: dict[str, list[float]], pick: str, roofs: Iterable[str]) -> l
             for i in range(min(len(rounds[pick]), *(len(rounds[r]) for r in roofs)))]
 
 
-def contender(cell_data: dict[str, Any]) -> Contender:
-    """A contender built as the sweep builds its cell (harness.bench.measure): the factory
-    untimed, a call-time implementation's inputs handed over, an in-place kernel's reset.
-    Its first result is poisoned and held while a second call must come back fresh."""
-    from harness.bench import inputs, validity
+def _built(cell_data: dict[str, Any]) -> tuple[Any, Callable[[], Any], Optional[Callable]]:
+    """(cell, what is timed, an in-place kernel's reset or None), built as the sweep builds its
+    cell (harness.bench.measure): the factory untimed, a call-time implementation's inputs
+    handed over."""
+    from harness.bench import inputs
     from harness.bench.cells import Cell
     from harness.bench.measure import Hands, timed_call
     from harness.bench.roofs import ROOF_REGISTRY
-    from harness.core.checks import poison
     from harness.core.registry import REGISTRY
 
     cell = Cell.from_dict(cell_data)
@@ -124,6 +129,16 @@ def contender(cell_data: dict[str, Any]) -> Contender:
     fn, fresh, wrong = timed_call(impl, built, Hands(impl, spec, args) if at_call else None)
     if wrong:
         raise ValueError(wrong)
+    return cell, fn, fresh
+
+
+def contender(cell_data: dict[str, Any]) -> Contender:
+    """A contender built as the sweep builds its cell; its first result is poisoned and held
+    while a second call must come back fresh."""
+    from harness.bench import validity
+    from harness.core.checks import poison
+
+    cell, fn, fresh = _built(cell_data)
     if fresh is not None:
         fresh()
     first = fn()
@@ -136,6 +151,24 @@ def contender(cell_data: dict[str, Any]) -> Contender:
     if problem:
         raise ValueError(problem)
     return Contender(cell.impl, fn, fresh)
+
+
+def first_call(cell_data: dict[str, Any]) -> Contender:
+    """A contender whose every round is a first call: built afresh before it (untimed), so the
+    call allocates its output (JIT compiled once, by the first build's call). Its result is
+    checked once."""
+    from harness.bench import validity
+
+    cell, fn, _ = _built(cell_data)
+    problem = validity.output_problem(fn(), cell)
+    if problem:
+        raise ValueError(problem)
+    holder = [fn]
+
+    def rebuild() -> None:
+        holder[0] = _built(cell_data)[1]
+
+    return Contender(cell.impl, lambda: holder[0](), rebuild, once=True)
 
 
 def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None:
@@ -158,6 +191,10 @@ def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None
             built = [contender(cell) for cell in output["cells"]]
             before = contention.sample()
             line["rounds_s"] = interleaved(built, int(config["rounds"]), float(config["min_s"]))
+            if output.get("first"):
+                del built
+                firsts = [first_call(cell) for cell in output["first"]]
+                line["first_s"] = interleaved(firsts, int(config["rounds"]))
             line.update(status="ok", **contention.columns(before, contention.sample()))
         except Exception as exc:           # the judge records it; the other outputs go on
             line.update(status="error", reason=error_reason("roofs", exc))

@@ -22,6 +22,7 @@ import pandas as pd
 
 from harness.report import fmt, markdown
 from harness.report.measures import timed
+from harness.runs.paired import MEASURES, of
 from harness.runs.results import ROOF_KEYS, roof_bound
 from harness.runs.verdicts import grade, verdict
 
@@ -89,19 +90,22 @@ def table(bench: pd.DataFrame, verify: Optional[pd.DataFrame],
                     "grade": grade(verify, best["impl"], dtype) or "-",
                     **({} if paired is None else {
                         f"x roof, {fmt.threads(int(best['threads']))}, paired": _paired(
-                            paired, work, dtype, best)}),
+                            of(paired, MEASURES[0]), work, dtype, best["impl"])}),
                     f"x roof, {fmt.threads(int(best['threads']))}"
                     + (", sweep" if paired is not None else ""): fmt.ratio(best["roof_ratio"]),
                     "x roof, 1 thread": _at_one_thread(one, best),
                     "fastest first call": "-" if first is None else first["impl"],
                     "first call x fresh fill": ("-" if first is None
-                                                else fmt.ratio(first_call_ratio(bench, first)))})
+                                                else fmt.ratio(first_call_ratio(bench, first))),
+                    **({} if paired is None else {"first call x fresh fill, paired": _paired(
+                        of(paired, MEASURES[1]), work, dtype,
+                        "" if first is None else first["impl"])})})
     return pd.DataFrame(out)
 
 
-def _paired(paired: pd.DataFrame, work: str, dtype: str, best: pd.Series) -> str:
-    """The lowest ratio timed in alternating rounds for this output (the sweep's pick or its
-    runner-up, named when it is the runner-up), or why there is none."""
+def _paired(paired: pd.DataFrame, work: str, dtype: str, best: str) -> str:
+    """The lowest ratio timed in alternating rounds for this output (of the sweep's pick `best`
+    and its runner-up, named when it is the runner-up), or why there is none."""
     mine = paired[(paired["workload"] == work) & (paired["dtype"] == dtype)]
     ok = mine[mine["status"] == "ok"].sort_values("ratio")
     if ok.empty:
@@ -109,7 +113,7 @@ def _paired(paired: pd.DataFrame, work: str, dtype: str, best: pd.Series) -> str
     flagged = ok["flags"].fillna("").astype(str) != "" if "flags" in ok else ok["ratio"] != ok["ratio"]
     top = ok[~flagged].iloc[0] if (~flagged).any() else ok.iloc[0]
     ratio = f"{fmt.ratio(top['ratio'])} ({top['ratio_p25']:.2f}-{top['ratio_p75']:.2f})"
-    ratio += f" {top['impl']}" if top["impl"] != best["impl"] else ""
+    ratio += f" {top['impl']}" if top["impl"] != best else ""
     return ratio + (", under load" if flagged.all() else "")
 
 
@@ -141,7 +145,9 @@ def section(bench: pd.DataFrame, verify: Optional[pd.DataFrame],
            "apart cannot move the ratio: the median over rounds of its time over the fastest "
            "roof's in the same round, with the middle half of the rounds' ratios in "
            "parentheses (the runner-up named where it came out ahead; paired.csv has every "
-           "row). *Sweep*: the same ratio from the sweep's medians. " if paired is not None
+           "row). *Sweep*: the same ratio from the sweep's medians. The first calls are paired "
+           "the same way: each round a fresh build's first call of the two fastest, against "
+           "the first calls of the two fastest allocate-and-fill roofs. " if paired is not None
            else "A default bench (not `--quick`) also times each of these against its roof in "
            "alternating rounds, a steadier ratio: `python -m harness roofs RUN_DIR`. ")
         + "*Grade*: the contract the best met on every verify case (`exact`: a few ulps of its "
