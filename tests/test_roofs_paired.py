@@ -73,6 +73,20 @@ def test_a_first_call_round_is_one_call_of_a_fresh_build_the_build_untimed():
     assert rounds["fresh"] == [pytest.approx(2e-3)] * 5 and len(builds) == 5
 
 
+def test_outputs_past_the_steps_budget_are_skipped_unbuilt(monkeypatch):
+    import harness
+
+    monkeypatch.setattr(harness, "implementations", lambda plugins=(): None)
+    monkeypatch.setattr(pairing, "contender", lambda cell: pytest.fail("built past the budget"))
+    lines: list[dict] = []
+    pairing.run({"threads": 1, "rounds": 2, "min_s": 0, "first_rounds": 2, "budget_s": 0.0,
+                 "outputs": [{"id": "a", "cells": [{"backend": "numpy"}]}, {"id": "b", "cells": []}]},
+                lines.append)
+    assert lines[0] == {"ready": True}
+    assert [(x["id"], x["status"]) for x in lines[1:]] == [("a", "skip"), ("b", "skip")]
+    assert "budget of 0 s" in lines[1]["reason"]
+
+
 def _cell(impl: str, threads: int = 2, is_roof: bool = False, dtype: str = "float32") -> Cell:
     return Cell(impl, "numpy", "cpu", "timestep", "adm", 64, 64, dtype, threads,
                 is_roof=is_roof, kind="timestep")

@@ -53,8 +53,12 @@ from harness.util.exitcodes import UsageError
 
 #: The runner-up is timed too when the sweep had it within this factor of the fastest.
 RUNNER_UP = 1.5
-#: Rounds per output at least (each contender one round per round), and timed seconds at least.
-ROUNDS, MIN_S = 12, 0.6
+#: Rounds per output at least (each contender one round per round), and timed seconds at least;
+#: rounds of first calls (each a fresh build, untimed but not free).
+ROUNDS, MIN_S, FIRST_ROUNDS = 12, 0.6, 8
+#: The outputs not begun after this many seconds of the step are skipped (a loaded machine
+#: makes every two-thread round ten times slower, and those are flagged anyway).
+BUDGET_S = 120.0
 OUTPUT_TIMEOUT_S = 120.0
 #: The implementation's flags that bar it: its timings or its values could not be trusted.
 BARRED = ("clock", "implausible", "inputs")
@@ -188,9 +192,10 @@ def time_outputs(todo: Sequence[Output], threads: int, plugins: Sequence[str],
         rows.extend(judge(output, line, wall_s, threads))
         io.write_text(csv, pd.DataFrame(rows).to_csv(index=False))
 
-    pending = list(todo)
+    pending, start = list(todo), time.monotonic()
     while pending:
-        done, stopped = _worker(pending, threads, plugins, judged)
+        left = max(0.0, BUDGET_S - (time.monotonic() - start))
+        done, stopped = _worker(pending, threads, plugins, judged, left)
         if done < len(pending):             # the one it was on: it hung or died there
             judged(pending[done], {"status": "error" if stopped else "timeout",
                                    "reason": stopped or f"no answer in {OUTPUT_TIMEOUT_S:g} s"},
@@ -200,7 +205,8 @@ def time_outputs(todo: Sequence[Output], threads: int, plugins: Sequence[str],
 
 
 def _worker(pending: Sequence[Output], threads: int, plugins: Sequence[str],
-            judged: Callable[[Output, dict[str, Any], float], None]) -> tuple[int, str]:
+            judged: Callable[[Output, dict[str, Any], float], None],
+            budget_s: float = BUDGET_S) -> tuple[int, str]:
     """Run one worker over `pending` until it ends or falls silent, `judged(output, line,
     seconds this process saw since the worker's previous line)` as each line comes: (how many
     it answered, "" or how it died; a worker killed for silence says "")."""
@@ -209,6 +215,7 @@ def _worker(pending: Sequence[Output], threads: int, plugins: Sequence[str],
         config = Path(tmp) / "config.json"
         config.write_text(json.dumps({"threads": threads, "plugins": list(plugins),
                                       "rounds": ROUNDS, "min_s": MIN_S,
+                                      "first_rounds": FIRST_ROUNDS, "budget_s": budget_s,
                                       "results": str(results_path),
                                       "outputs": [{"id": o.id, "cells": o.cells,
                                                    "first": o.first_cells} for o in pending]}))

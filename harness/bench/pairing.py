@@ -180,9 +180,14 @@ def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None
     implementations(config.get("plugins", []))
     write({"ready": True})              # the judge's clock starts here, after the imports
     pinned: set[str] = set()
+    began = _clock()
     for output in config["outputs"]:
         start = _clock()
         line: dict[str, Any] = {"id": output["id"]}
+        if start - began > float(config.get("budget_s", math.inf)):
+            write({**line, "status": "skip", "own_s": 0.0,
+                   "reason": f"the step's budget of {config['budget_s']:g} s was used up"})
+            continue
         try:
             for cell in output["cells"]:
                 if cell["backend"] not in pinned:
@@ -194,7 +199,7 @@ def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None
             if output.get("first"):
                 del built
                 firsts = [first_call(cell) for cell in output["first"]]
-                line["first_s"] = interleaved(firsts, int(config["rounds"]))
+                line["first_s"] = interleaved(firsts, int(config["first_rounds"]))
             line.update(status="ok", **contention.columns(before, contention.sample()))
         except Exception as exc:           # the judge records it; the other outputs go on
             line.update(status="error", reason=error_reason("roofs", exc))
