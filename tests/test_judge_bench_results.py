@@ -151,3 +151,15 @@ def test_a_verdict_only_check_reads_a_result_in_place_and_a_snapshot_copies_it()
     table[2, 3] = np.inf
     assert well_formed(table, (4, 6), "float32", joined=False)[0] == \
         "1 NaN/Inf values (first at position 2, column 3)"
+
+
+def test_values_sampled_at_once_are_read_in_place_and_the_first_calls_are_copied():
+    """The timed and the after-the-rounds results are sampled before another call: no copy of a
+    large table to pay for; the first call's values are held against the timed ones: a copy."""
+    c = Cell("x", "numpy", "cpu", "table", "paper", 8, 4, "float32", 1)
+    out = np.ones((8, 4), dtype=np.float32)
+    _, first = validity.first_result(out, c)
+    assert not np.shares_memory(first, out)
+    assert np.shares_memory(validity.first_values(out, c), out)
+    why, timed = validity.timed_problem(out, first, c)
+    assert why is None and np.shares_memory(timed, out)

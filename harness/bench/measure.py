@@ -128,6 +128,7 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         del timed
         if wrong:
             return _outcome("invalid", wrong, samples, meter, done)
+        # read in place where they can be: sampled now, before another call may reuse the buffer
         done["sampled"] = tuple(s for s in (*sampled, fingerprint.sample(timed_values, seed)) if s)
         stage = "inputs changed"
         if cell.mode != "graph" and hands is not None:   # other inputs, changed untimed

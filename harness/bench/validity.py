@@ -96,9 +96,11 @@ def first_result(out: Any, cell: Cell) -> tuple[Optional[str], Optional[np.ndarr
 
 
 def first_values(out: Any, cell: Cell) -> Optional[np.ndarray]:
-    """A copy of a well-formed first result's values, joined as the reference is (None
-    otherwise), to hold the timed calls' results against."""
-    _, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts, cell.arrangement)
+    """A well-formed result's values, joined as the reference is (None otherwise), read in
+    place where they can be: for a sample taken at once (the call after the timed rounds),
+    not kept (the first call's are copied: `first_result`)."""
+    _, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts, cell.arrangement,
+                         copy=False)
     return arr
 
 
@@ -106,8 +108,11 @@ def timed_problem(out: Any, first: Optional[np.ndarray], cell: Cell
                   ) -> tuple[Optional[str], Optional[np.ndarray]]:
     """(None, its values) when a result returned under pytest-benchmark's timer is a finite
     table of the cell's shape and dtype holding the first call's values, else (why not, None):
-    a callable that behaves differently when timed is invalid."""
-    problem, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts, cell.arrangement)
+    a callable that behaves differently when timed is invalid. Its values are read in place
+    where they can be (sampled at once, before another call: a 64 MiB table's copy per cell
+    was a sixth of a large cell's checks)."""
+    problem, arr = well_formed(out, cell.shape, cell.dtype, cell.work.parts, cell.arrangement,
+                               copy=False)
     if problem is not None:
         return f"a call under the benchmark's timer: {problem}", None
     if first is None:

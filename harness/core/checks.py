@@ -125,16 +125,18 @@ def _first_over(ratio: np.ndarray, worst_position: int) -> str:
 
 
 def well_formed(out: Any, shape: tuple[int, ...], want_dtype: str, parts: tuple[str, ...] = (),
-                arrangement: Optional[kinds.Arrangement] = None, joined: bool = True
-                ) -> tuple[Optional[str], Optional[np.ndarray]]:
+                arrangement: Optional[kinds.Arrangement] = None, joined: bool = True,
+                copy: Optional[bool] = None) -> tuple[Optional[str], Optional[np.ndarray]]:
     """(None, the result as NumPy) when `out` (a result, or its `Returned` copy) is an array of
     `shape` and `want_dtype` holding only finite values, else (why not, None): the cheap part of
     `compare`, needing no reference. With `parts`, `out` is a tuple of that many arrays, each of
     the `arrangement`'s shape for it (default: each `shape[1:]`), judged in order and returned
     joined (default: stacked); `joined=False` judges the same way but returns no array, and
     copies nothing it can read in place (a caller that wants only the verdict need not pay for
-    copies and a join of a large result)."""
-    returned = out if isinstance(out, Returned) else snapshot(out, copy=joined)
+    copies and a join of a large result); `copy=False` returns the array read in place where
+    it can (for values read at once, before the result's buffer can change)."""
+    returned = out if isinstance(out, Returned) else snapshot(out, copy=joined if copy is None
+                                                              else copy)
     if parts:
         arrangement = arrangement or kinds.Arrangement(tuple(tuple(shape[1:]) for _ in parts))
         return _well_formed_parts(returned, want_dtype, parts, arrangement, joined)
