@@ -98,7 +98,7 @@ class Worker:
         self.beats += 1
         io.write_text(Path(self.config.heartbeat),
                       json.dumps({"key": cell.key, "time": self.cell_started, "pid": os.getpid(),
-                                  "phase": phase, "beat": self.beats}))
+                                  "phase": phase, "beat": self.beats}), durable=False)
 
     @staticmethod
     def _implementation(cell: Cell) -> Implementation:
