@@ -21,10 +21,22 @@ def test_the_default_grid_times_one_landmark_per_size_regime_and_full_every_size
     quick = default_grid(2, quick=True).shapes()
     assert len(quick) == 2 and min(n * d for n, d in quick) <= 2**16
     # the largest small one, the largest, and the one nearest their geometric mean
-    shapes = [(a, b) for a in (16, 256, 4096) for b in (8, 64, 256)]
-    assert landmarks(shapes, 3) == [(256, 256), (4096, 64), (4096, 256)]
-    assert landmarks(shapes, 2) == [(256, 256), (4096, 256)]
+    shapes = [(a, b) for a in (16, 256, 65536) for b in (8, 64, 256)]
+    assert landmarks(shapes, 3) == [(256, 256), (65536, 8), (65536, 256)]
+    assert landmarks(shapes, 2) == [(256, 256), (65536, 256)]
     assert landmarks([(8, 8)], 3) == [(8, 8)]
+    # ... unless the largest is medium already: a second medium size answers nothing more
+    medium = [(a, b) for a in (16, 256, 4096) for b in (8, 64, 256)]
+    assert landmarks(medium, 3) == landmarks(medium, 2) == [(256, 256), (4096, 256)]
+
+
+def test_the_grids_size_regimes_are_the_reports():
+    from harness.bench.grid import LARGE_ELEMENTS, SMALL_ELEMENTS
+    from harness.report.recommend import REGIMES
+
+    small, medium, large = REGIMES
+    assert (small.hi, medium.lo, medium.hi, large.lo) == (
+        SMALL_ELEMENTS + 1, SMALL_ELEMENTS + 1, LARGE_ELEMENTS, LARGE_ELEMENTS)
 
 
 def test_the_default_grid_times_one_thread_at_each_kinds_largest_landmark_only():

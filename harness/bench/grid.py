@@ -92,13 +92,19 @@ class Grid:
 
 #: Elements (length x width) up to which a table is small: the report's first size regime.
 SMALL_ELEMENTS = 2**16
+#: Elements from which a table is large: the report's last size regime (harness.report's
+#: REGIMES; between the two, medium).
+LARGE_ELEMENTS = 2**24
 
 
 def landmarks(shapes: Sequence[tuple[int, int]], count: int) -> list[tuple[int, int]]:
     """`count` (2 or 3) shapes that answer each size regime the report speaks of: the largest
     small one (<= SMALL_ELEMENTS, else the smallest), the largest, and with three the one
-    nearest their geometric mean in elements. A tie goes to the longer table. Timing every
-    combination of a kind's axes (`--full`) answers the same questions in three times the cells."""
+    nearest their geometric mean in elements, where neither of the others is medium (a kind
+    whose largest is medium, a rotary cache or apply or a grid, gets no second medium size:
+    the report's medium answer is already there; those were 26 s of a quiet default sweep's
+    665). A tie goes to the longer table. Timing every combination of a kind's axes (`--full`)
+    answers the same questions in three times the cells."""
     def size(shape: tuple[int, int]) -> tuple[int, int]:
         return (shape[0] * shape[1], shape[0])
 
@@ -107,7 +113,8 @@ def landmarks(shapes: Sequence[tuple[int, int]], count: int) -> list[tuple[int, 
     first, last = (small[-1] if small else ordered[0]), ordered[-1]
     chosen = [first, last]
     middle = [s for s in ordered if s not in chosen]
-    if count >= 3 and middle:
+    medium = any(SMALL_ELEMENTS < size(s)[0] < LARGE_ELEMENTS for s in chosen)
+    if count >= 3 and middle and not medium:
         centre = math.log(size(first)[0] * size(last)[0]) / 2
         chosen.insert(1, min(middle, key=lambda s: (abs(math.log(size(s)[0]) - centre), -s[0])))
     return sorted(set(chosen), key=size)

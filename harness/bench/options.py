@@ -69,7 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--full", action="store_true",
                       help="every combination of each kind's sizes, and JIT implementations' first "
                       "calls each in a fresh process, and the conventions study after the sweep "
-                      "(by default: three landmark shapes per kind, small, medium and large, one "
+                      "(by default: a landmark shape per kind and size regime, small, medium and large, one "
                       "worker per backend, and no conventions post-step)")
     grid.add_argument("--batch", type=int,
                       help="batch of x for forward and of q, k for rotary apply (default: each "
