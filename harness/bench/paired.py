@@ -5,18 +5,22 @@ Bench's last timing step (after verify, before the report: harness.bench.post).
 The sweep's roof ratios divide medians timed in different processes, often minutes apart, on a
 machine whose memory bandwidth moves meanwhile. This step takes, at the largest size of every
 workload and dtype on the CPU with the most threads the run timed (in its kind's first
-convention, the one the report recommends in), the fastest implementation that passes verify (and a runner-up within RUNNER_UP of it, which the sweep's noise may have
-ranked second), and the two fastest roofs of the bound that binds there (harness.runs.results),
-and times them together in one worker process, a round each in turn (harness.bench.pairing).
-Each ratio is the median over rounds of the implementation's time over the fastest roof's in
-the same round. `paired.csv` in the run directory holds one row per implementation timed
-(written after each output: an interrupted run keeps what it finished); the report's roof
-table reads it. An output timed while other processes held the cores its threads needed is
-flagged `load` (harness.runs.flags, from load columns sampled around its rounds): a parallel
-kernel then waits at every barrier for a thread that is not running, and on the 2-core VM
-under a load of 5 a 0.4 ms call took 16 ms, its roof's too, so neither ratio means much. The worker's clock is held against this process's (the sweep's rule,
-harness.bench.supervisor); a worker silent for OUTPUT_TIMEOUT_S is killed, its output
-recorded as a timeout and the rest go on in a new one.
+convention, the one the report recommends in), the fastest implementation that passes verify
+(and a runner-up within RUNNER_UP of it, which the sweep's noise may have ranked second) and
+the two fastest roofs of the bound that binds there (harness.runs.results), and times them
+together in one worker process, a round each in turn (harness.bench.pairing); first calls the
+same way, against allocate-and-fill roofs. Each ratio is the median over rounds of the
+implementation's time over the fastest roof's in the same round. `paired.csv`
+(harness.runs.paired) holds one row per implementation and measure, rewritten after each
+output (an interrupted run keeps what it finished); the report's roof table reads it.
+
+An output timed while other processes held the cores its threads needed is flagged `load`
+(harness.runs.flags, from load columns sampled around its rounds): a parallel kernel then waits
+at every barrier for a thread that is not running (on the 2-core VM under a load of 5 a 0.4 ms
+call took 16 ms, its roof's too). The worker's clock is held against this process's (the
+sweep's rule, harness.bench.supervisor); a worker silent for OUTPUT_TIMEOUT_S is killed, its
+output recorded as a timeout and the rest go on in a new one; outputs not begun within
+BUDGET_S are skipped.
 """
 
 from __future__ import annotations
@@ -36,13 +40,13 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from harness.bench import pairing
 from harness.bench.cells import Cell
+from harness.bench.contention import COLUMNS
 from harness.bench.supervisor import CLOCK_MIN_S, CLOCK_SLACK
 from harness.bench.threads import thread_env
-from harness.bench import pairing
-from harness.core.isolate import describe_exit
 from harness.core import kinds
-from harness.bench.contention import COLUMNS
+from harness.core.isolate import describe_exit
 from harness.runs import flags as flag_rules
 from harness.runs import results
 from harness.runs.paired import FILENAME, MEASURES
@@ -136,22 +140,26 @@ def _first_calls(cpu: pd.DataFrame, rows: pd.DataFrame, pick: pd.Series,
     rows = rows[rows["first_call_s"].notna() & ~rows["impl"].str.contains(IN_PLACE)]
     picks = tuple(dict(r) for _, r in rows.sort_values("first_call_s").iterrows()
                   if verdict(verify, r["impl"], r["dtype"]) is None)[:2]
-    roofs = cpu[cpu["is_roof"] & (cpu["threads"] == pick["threads"])
-                & cpu["first_call_s"].notna() & ~cpu["impl"].str.contains(RECYCLED)
-                & (cpu["impl"].map(roof_bound) == "memory")]
-    for key in ROOF_KEYS:
-        roofs = roofs[(roofs[key] == pick[key]) | (roofs[key].isna() & pd.isna(pick[key]))]
+    roofs = _roofs_of(cpu, pick)
+    roofs = roofs[roofs["first_call_s"].notna() & ~roofs["impl"].str.contains(RECYCLED)
+                  & (roofs["impl"].map(roof_bound) == "memory")]
     fills = tuple(dict(r) for _, r in roofs.sort_values("first_call_s").head(2).iterrows())
     return (picks, fills) if picks and fills else ((), ())
+
+
+def _roofs_of(cpu: pd.DataFrame, pick: pd.Series) -> pd.DataFrame:
+    """The roofs timed for `pick`'s output (ROOF_KEYS, NaN matching NaN) at its thread count."""
+    roofs = cpu[cpu["is_roof"] & (cpu["threads"] == pick["threads"])]
+    for key in ROOF_KEYS:
+        roofs = roofs[(roofs[key] == pick[key]) | (roofs[key].isna() & pd.isna(pick[key]))]
+    return roofs
 
 
 def _roofs(cpu: pd.DataFrame, pick: pd.Series) -> list[dict[str, Any]]:
     """The two fastest roofs of `pick`'s output and thread count, of its binding bound: the
     one bench.csv names, or where the sweep flagged every roof of the output for load (no
     yardstick there, so no `roof_bound`), the bound whose fastest roof is the slowest."""
-    roofs = cpu[cpu["is_roof"] & (cpu["threads"] == pick["threads"])]
-    for key in ROOF_KEYS:
-        roofs = roofs[(roofs[key] == pick[key]) | (roofs[key].isna() & pd.isna(pick[key]))]
+    roofs = _roofs_of(cpu, pick)
     bounds = roofs["impl"].map(roof_bound)
     binding = pick.get("roof_bound")
     if not isinstance(binding, str) and len(roofs):
