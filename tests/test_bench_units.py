@@ -67,14 +67,14 @@ def test_the_built_in_library_conventions_are_references():
     assert lib and all(i.reference for i in lib)
 
 
-def test_plan_caps_sizes_times_python_at_one_count_the_most_and_explains_the_rest():
+def test_plan_caps_sizes_pins_python_to_one_thread_and_explains_the_rest():
     grid = Grid(lengths=(64, 4096), d_models=(64, 1024), dtypes=("float32",), threads=(1, 2),
                 workloads=("table",), max_elements=4096 * 64)
     cells = plan(registry().all(), grid)
     fast = [c for c in cells.cells if c.impl == "fast"]
     assert {(c.length, c.d_model) for c in fast} == {(64, 64), (64, 1024), (4096, 64)}
     assert {c.threads for c in fast} == {1, 2}
-    assert {c.threads for c in cells.cells if c.impl == "loops"} == {2}   # no pool: one count
+    assert {c.threads for c in cells.cells if c.impl == "loops"} == {1}
     assert {c.convention for c in cells.cells if c.impl == "concat-only"} == {"t2t"}
     assert {c.impl for c, _ in cells.unsupported} == {"f64-only"}
     assert all("float32 not supported" in why for _, why in cells.unsupported)

@@ -7,11 +7,7 @@ onto its spec (a 1-D table's positions x d_model, a rotary cache's positions x h
 grid's cells x d_model, timesteps x dim) and brings its own default sizes and dtypes; axes
 given on the command line apply to every kind. Tables over `max_elements` are left out, and
 batched cells (forward, rotary apply) past BATCHED_ELEMENTS times that (the default batch is cut
-to fit first), so memory and time stay sane; the pure-Python backend has no thread pool and is
-timed at one thread count only, the most the sweep offers (as NumPy's single-threaded calls are):
-there it competes with every other implementation, and the sizes past the one that shows it far
-behind are left out (harness.bench.prune), where at one thread, beside no rival, its cells were
-timed at every size (17 s of a quiet default sweep, and 13 s more measuring them again); anything
+to fit first), so memory and time stay sane; the pure-Python backend has no thread pool and is timed at one thread only; anything
 slower still is left to the budgets (`budget`).
 """
 
@@ -168,10 +164,8 @@ def _impl_cells(impl: Implementation, grid: Grid) -> Iterable[tuple[Cell, str]]:
     work = kind.workload(impl.workload)
     threads, dtypes = grid.threads, grid.dtypes_of(kind)
     on_device = impl.device != "cpu"
-    if on_device:                      # a GPU's time is not the host's
+    if not backends.get(impl.backend).threaded or on_device:   # a GPU's time is not the host's
         threads = (min(threads),)
-    elif not backends.get(impl.backend).threaded:   # one count: all the sweep offers, as --quick
-        threads = (max(threads),)
     if on_device:
         dtypes = grid.device_dtypes
     batched = work.batched
