@@ -3,8 +3,9 @@
 It must be the row loop's cache bit for bit (_kernels.py, itself the scalar loop's: see
 test_rotary_cache_stream.py) at any length (partial coarse steps, an odd row left after the
 pairs, partial BLOCKs and scratch blocks), streamed or not, in both layouts and at any n_freq
-it takes (16-lane steps, then one 8-lane step); and the ties-away bfloat16 rounding must differ
-from ties-to-even only on ties, by one ulp, away from zero.
+it takes (16-lane steps, then one 8-lane step); bfloat16 must round to nearest even over every
+magnitude a cache holds; and the ties-away bfloat16 rounding must differ from ties-to-even only
+on ties, by one ulp, away from zero.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from harness.core.kinds.rotary import RotarySpec  # noqa: E402
 
 implementations()   # loads the built-ins under harness.impls
 from harness.impls.rotary._block_rows import block_kernels, cache_block, supported  # noqa: E402
-from harness.impls.rotary._vector_rows import wide_order  # noqa: E402
+from harness.impls.rotary._vector_rows import SPLIT_RANGE, wide_order  # noqa: E402
 from harness.impls.rotary.numba import Rotary  # noqa: E402
 
 NEVER = 1 << 62
@@ -101,6 +102,50 @@ def test_away_rounds_ties_away_and_everything_else_as_even(layout):
     for got, want in zip(out, (x, y)):
         first = got[0, 0::2] if layout == "interleaved" else got[0, :n]
         np.testing.assert_array_equal(first, ((want + 0x8000) >> 16).astype(np.uint16))
+
+
+def _rne(u: np.ndarray) -> np.ndarray:
+    """float32 bits -> bfloat16 bits, to nearest even (NumPy, in integers: torch's rule)."""
+    return ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_bfloat16_rounds_to_nearest_even_across_its_range(layout):
+    """The kernel's rounding (Veltkamp's split in the 16-lane steps, the integer form in the 8-lane
+    one) is to nearest even for every magnitude a cache can hold: random bits of every exponent
+    of SPLIT_RANGE, exact ties and their neighbours, zeros; a = 1, b = 0 makes cos = x, sin = y."""
+    n, rows = 40, 2048   # 16 + 16 + 8 lanes
+    rng = np.random.default_rng(11)
+    lo, hi = (int(np.float32(v).view(np.uint32)) for v in SPLIT_RANGE)
+    u = rng.integers(lo, hi, (rows, 2 * n), dtype=np.uint64).astype(np.uint32)
+    u[::4] = (u[::4] & np.uint32(0xFFFF0000)) | np.uint32(0x8000)        # ties: to the even neighbour
+    u[1::4] = (u[1::4] & np.uint32(0xFFFF0000)) + np.uint32(0x7FFF)      # just under a tie: down
+    u[2::8] = (u[2::8] & np.uint32(0xFFFF0000)) + np.uint32(0x8001)      # just over: up
+    u |= (rng.integers(0, 2, u.shape, dtype=np.uint64).astype(np.uint32) << np.uint32(31))   # signs
+    u[3::16, :4] = 0   # +0 (-0 reads +0 out of the rotation's a x - b y: no rounding there)
+    x, y = np.ascontiguousarray(u[:, :n]), np.ascontiguousarray(u[:, n:])
+    order = wide_order(n)   # the column order a bfloat16 cache's tables are kept in
+    fine = [t[:, order].view(np.float32).copy() for t in (x, y)]
+    coarse = [np.ones((1, n), np.float32), np.zeros((1, n), np.float32)]
+    block = cache_block("bfloat16", layout == "interleaved", n)
+
+    @numba.njit
+    def write(oc, os, cc, sc, cf, sf):
+        block(oc, os, 0, cc, sc, 0, cf, sf, 0, cf.shape[0])
+
+    out = [np.zeros((rows, 2 * n), np.uint16) for _ in range(2)]
+    write(*out, *coarse, *fine)
+    for got, want in zip(out, (x, y)):
+        for first in ((slice(None), slice(0, None, 2)), (slice(None), slice(1, None, 2))) \
+                if layout == "interleaved" else ((slice(None), slice(0, n)), (slice(None), slice(n, None))):
+            np.testing.assert_array_equal(got[first], _rne(want))
+
+
+def test_bfloat16_cache_refuses_a_scale_past_the_split_range():
+    spec = RotarySpec(64, 32, dtype="bfloat16", rope_type="yarn", factor=4.0,
+                      original_max_position_embeddings=32, attention_factor=2.0**111)
+    with pytest.raises(ValueError, match="attention_scaling must be below"):
+        Rotary(spec).cache_range()
 
 
 def test_only_whole_vectors_of_frequencies():

@@ -59,17 +59,37 @@ def _paired_bf16_bits(builder, value, away: bool = False):
     def splat(t, x):
         return ir.Constant(t, [x] * t.count)
 
-    u = builder.bitcast(value, i32w)
     if away:
-        t = builder.add(u, splat(i32w, 0x8000))
-    else:
-        odd = builder.and_(builder.lshr(u, splat(i32w, 16)), splat(i32w, 1))
-        t = builder.add(builder.add(u, splat(i32w, 0x7FFF)), odd)
+        t = builder.add(builder.bitcast(value, i32w), splat(i32w, 0x8000))
+        kept = splat(i32h, 0xFFFF0000)
+    else:   # Veltkamp's split: the float32 nearest-even to 8 bits, its low half zero
+        t = builder.bitcast(veltkamp_bf16(builder, value), i32w)
+        kept = None
     take = ir.Constant(ir.VectorType(ir.IntType(32), half), list(range(half)))
     rest = ir.Constant(ir.VectorType(ir.IntType(32), half), list(range(half, WIDE)))
     even, odd_ = (builder.shuffle_vector(t, t, m) for m in (take, rest))
-    both = builder.or_(builder.lshr(even, splat(i32h, 16)), builder.and_(odd_, splat(i32h, 0xFFFF0000)))
+    both = builder.or_(builder.lshr(even, splat(i32h, 16)), odd_ if kept is None else builder.and_(odd_, kept))
     return builder.bitcast(both, ir.VectorType(ir.IntType(16), WIDE))
+
+
+#: Veltkamp's splitting constant for bfloat16: 2^16 + 1 (float32's 24 bits, 8 kept).
+SPLIT = float(2**16 + 1)
+#: Magnitudes `veltkamp_bf16` rounds to even bit for bit: normal float32 under 2^111 (past it
+#: v (2^16 + 1) overflows; a subnormal may land an ulp off), and zero.
+SPLIT_RANGE = (2.0**-126, 2.0**111)
+
+
+def veltkamp_bf16(builder, value):
+    """<n x float> -> the same values rounded to bfloat16's 8 significant bits, to nearest even,
+    as float32 (low 16 bits zero): s = v (2^16 + 1), v' = s - (s - v), three IEEE operations with
+    no fast-math flags (contracted or reassociated it would be v itself). In SPLIT_RANGE this is
+    the to-even rounding bit for bit (every such float32 checked once; tests/test_rotary_block_rows.py
+    checks the compiled kernel); a multiply and two subtracts per 8 values on the floating-point
+    pipes, where the integer form takes a shift, an AND and two adds."""
+    from llvmlite import ir
+
+    s = builder.fmul(value, ir.Constant(value.type, [SPLIT] * value.type.count))
+    return builder.fsub(s, builder.fsub(s, value))
 
 
 def _away_bf16_bits(builder, value):

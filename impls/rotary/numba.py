@@ -35,7 +35,7 @@ from ._block_rows import block_kernels, supported
 from ._kernels import kernels, run
 from ._supports import BFLOAT16, NUMBA
 from ._tables import pair_slices, split_tables
-from ._vector_rows import PAIRED, wide_order
+from ._vector_rows import PAIRED, SPLIT_RANGE, wide_order
 
 
 #: Fine rows of the cache's angle-addition tables: 16 x n_freq cos and sin (8 KiB at rot 128 in
@@ -117,8 +117,17 @@ class Rotary:
             self.buffers[key] = RecycledBuffers(shape, dtype, allocate=owner, view=view)
         return self.buffers[key].take()
 
+    def _bounded(self) -> None:
+        """A PAIRED cache rounds by Veltkamp's split (_vector_rows.veltkamp_bf16), exact while
+        every value, at most attention_scaling in magnitude, is under SPLIT_RANGE's top."""
+        scale = self.spec.attention_scaling
+        if self.spec.dtype in PAIRED and not abs(scale) < SPLIT_RANGE[1] / 2:
+            raise ValueError(f"attention_scaling must be below 2^110 for a {self.spec.dtype} numba cache, "
+                             f"got {scale}")
+
     def cache(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """cos, sin `[len(index), rot]` at positions offset + index."""
+        self._bounded()
         shape = (index.size, self.spec.rot)
         cos, sin = self.empty(shape, 0), self.empty(shape, 1)
         run(self.kernels.cache, 2 * cos.size, cos, sin, index, self.cache_tables, self.interleaved,
@@ -131,6 +140,7 @@ class Rotary:
         `cache` over every position. cos and sin are the two halves of one output (one
         recycled buffer to find, not two). `away`: bfloat16 ties rounded away from zero."""
         spec = self.spec
+        self._bounded()
         if spec.dtype == "float64" or not supported(spec.n_freq):
             return self.cache(np.arange(spec.length, dtype=np.int64))
         both = self.empty((2, spec.length, spec.rot), 2)
