@@ -17,7 +17,6 @@ verdicts. They are `check`'s, in a process of the same interpreter and source tr
 from __future__ import annotations
 
 import multiprocessing
-import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Sequence
 
@@ -33,11 +32,12 @@ pytestmark = pytest.mark.xdist_group("matrix")
 LARGE = 2**17
 IMPLS = implementations()
 BY_NAME = {impl.name: impl for impl in IMPLS}
-#: Worker processes for the matrix: under xdist (`nox -s tests`) one, the other core running the
-#: other test files (a second worker imported every framework and loaded every kernel cache again:
-#: 264 against 205 CPU-s for the same verdicts); alone (`nox -s matrix`) one per core of the
-#: 2-core machine the suite's time is promised on.
-WORKERS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+#: Worker processes for the matrix alone (`nox -s matrix`): one per core of the 2-core machine
+#: the suite's time is promised on. Under xdist (`nox -s tests`) none: the verdicts are computed
+#: in the xdist process itself, the other core running the other test files (pool workers
+#: imported every framework that this process's collection had imported already, and loaded
+#: every kernel cache again: the file under `-n 2` took 198 against 155 CPU-s here).
+WORKERS = 2
 #: Field variants and forms are checked in these dtypes in the representative matrix: the other
 #: dtypes differ from float32 in precision and in how values are stored, which the quick cases
 #: check on every convention in every dtype, not in how a variant's fields are read; `nox -s
@@ -82,15 +82,22 @@ def verdicts_of(names: Sequence[str], matrix: str, share: int = 0,
 
 @pytest.fixture(scope="session")
 def verdicts(request) -> dict[str, list[Check] | BaseException]:
-    """The verdicts of the implementations this session's tests ask for (computed on first use),
-    in WORKERS processes that each check every implementation on every WORKERS-th case of its
-    kind (shares of equal work, and a case's reference computed in one process only, where a
-    share per backend computed each case's again for every backend); a worker that died leaves
-    its exception as every implementation's entry (`python -m harness verify` names the one)."""
+    """The verdicts of the implementations this session's tests ask for (computed on first use):
+    in this process under xdist, else in WORKERS processes that each check every implementation
+    on every WORKERS-th case of its kind (shares of equal work, and a case's reference computed
+    in one process only, where a share per backend computed each case's again for every
+    backend); an exception, or a worker that died, leaves its exception as every
+    implementation's entry (`python -m harness verify` names the one)."""
     wanted = sorted({item.callspec.params["impl"].name for item in request.session.items
                      if item.originalname == "test_implementation_matches_reference"
                      and item.callspec.params["impl"].available})
     matrix = request.config.getoption("matrix")
+    # xdist's worker (its PYTEST_XDIST_* variables are gone by now: tests/conftest.py)
+    if hasattr(request.config, "workerinput"):
+        try:
+            return {name: [c for _, c in pairs] for name, pairs in verdicts_of(wanted, matrix).items()}
+        except Exception as exc:   # as a crashed worker's: the implementations fail, not the run
+            return {name: exc for name in wanted}
     found: dict[str, list[tuple[int, Check]]] = {name: [] for name in wanted}
     with ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(verdicts_of, wanted, matrix, share, WORKERS) for share in range(WORKERS)]
