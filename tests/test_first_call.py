@@ -1,10 +1,8 @@
 """First calls: the allocate-and-fill roofs they are set against (NumPy memory, every dtype, the
-same bytes), and how the Numba kernels allocate theirs (`fresh_output`)."""
+same bytes). How the Numba kernels allocate theirs: tests/test_fast_numba.py."""
 
 from __future__ import annotations
 
-import ctypes
-import mmap
 import os
 import subprocess
 import sys
@@ -16,7 +14,6 @@ import pytest
 from harness.bench.roofs import ROOF_REGISTRY
 from harness.core import kinds
 from harness.core.record import ITEMSIZE
-from harness.util.memory import fresh_output
 
 torch = pytest.importorskip("torch")
 
@@ -59,29 +56,6 @@ def test_fresh_roofs_write_the_workloads_bytes_into_new_memory(name, kind, dtype
         a = p.data_ptr() if isinstance(p, torch.Tensor) else p.ctypes.data
         b = q.data_ptr() if isinstance(q, torch.Tensor) else q.ctypes.data
         assert a != b
-
-
-def _resident(arr: np.ndarray) -> float:
-    """Share of `arr`'s pages the kernel has mapped in (mincore)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    start = arr.ctypes.data - arr.ctypes.data % mmap.PAGESIZE
-    length = arr.ctypes.data + arr.nbytes - start
-    pages = -(-length // mmap.PAGESIZE)
-    vec = (ctypes.c_ubyte * pages)()
-    assert libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(length), vec) == 0
-    return sum(v & 1 for v in vec) / pages
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mincore and glibc's mmap threshold")
-def test_fresh_output_faults_pages_in_only_for_several_threads():
-    """64 MiB is above glibc's largest mmap threshold: a fresh mapping, no page resident until
-    written. Several threads: this thread faults every page first; one thread: none, the kernel
-    faults them as it writes, as a fill does."""
-    shape = (64 << 20) // 4
-    threaded, alone = fresh_output(shape, np.float32, 2), fresh_output(shape, np.float32, 1)
-    assert threaded.shape == alone.shape == (shape,) and alone.dtype == np.float32
-    assert _resident(threaded) > 0.99
-    assert _resident(alone) < 0.1
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads counted in /proc")

@@ -72,16 +72,3 @@ def aligned(owner: np.ndarray, shape: tuple[int, ...], dtype, align: int) -> np.
     skip = -owner.ctypes.data % align
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     return owner[skip:skip + nbytes].view(dtype).reshape(shape)
-
-
-def fresh_output(shape: tuple[int, ...], dtype, threads: int) -> np.ndarray:
-    """`np.empty` for a kernel that writes it whole with `threads` threads: faulted in by this
-    thread first (`first_touch`) when several will write it, else left to the one writer.
-
-    One thread writing in order faults each huge page just before it writes there, while the
-    kernel's zeroed page is still in cache, as `np.empty + fill` does; a separate fault pass over
-    an output larger than the last-level cache zeroes pages that are evicted before the kernel
-    writes them back (measured at one thread, CPU clock: 15-20% more than without it,
-    docs/fast.md)."""
-    out = np.empty(shape, dtype)
-    return first_touch(out) if threads > 1 else out
