@@ -66,6 +66,7 @@ def test_env_records_every_adapters_distributions():
     assert env.version("numpy") == np.__version__
 
 
+@pytest.mark.e2e      # a fresh process importing TensorFlow (8 CPU-s): `nox -s e2e`, which CI runs
 def test_tensorflow_is_imported_without_its_startup_banners():
     """TF 2.21 prints a oneDNN notice through absl whatever TF_CPP_MIN_LOG_LEVEL says; the
     adapter's prepare() keeps it out of the verbs' output (a fresh process: TF imports once)."""

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("numba")
+#: Fresh processes compiling and loading kernels: end to end, in `nox -s e2e` (which CI runs).
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parent.parent
 

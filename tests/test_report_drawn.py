@@ -25,6 +25,10 @@ from harness.report import build, html, pipeline, plots
 from tests.test_report import keyed_rows, section, table_rows, write_run
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+#: A report drawn whole, every plot, and opened in a browser: end to end, in `nox -s e2e` (which
+#: CI runs), not in `nox -s tests` (23 CPU-s of its 5 minutes); the plot functions themselves are
+#: tested there (tests/test_report_plots.py).
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
