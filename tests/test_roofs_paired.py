@@ -59,8 +59,8 @@ def test_an_in_place_kernels_reset_is_not_timed_and_the_floor_of_timed_seconds_h
     rounds = pairing.interleaved([kernel], rounds=2, min_s=0.5, clock=machine.clock,
                                  round_s=0.01, pause=lambda s: None)
     assert all(v == pytest.approx(1e-3) for v in rounds["inplace"])   # 1 s resets left out
-    assert len(rounds["inplace"]) >= 0.5 / (11 * 1e-3)    # rounds of 10 or 11 calls, to 0.5 s
-    assert len(resets) > len(rounds["inplace"])
+    assert len(rounds["inplace"]) >= 0.5 / 1e-3       # one call a round (a reset each), to 0.5 s
+    assert len(resets) >= len(rounds["inplace"])
 
 
 def test_a_first_call_round_is_one_call_of_a_fresh_build_the_build_untimed():

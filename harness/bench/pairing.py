@@ -95,8 +95,9 @@ def interleaved(contenders: Sequence[Contender], rounds: int, min_s: float = 0.0
 
 
 def _calls_per_round(contender: Contender, round_s: float, clock: Callable[[], float]) -> int:
-    """How many calls make a round of about `round_s` (one warm-up call, one timed)."""
-    if contender.once:
+    """How many calls make a round of about `round_s` (one warm-up call, one timed); one for a
+    contender reset before every call (its reset, a copy of its inputs, costs more than it)."""
+    if contender.once or contender.reset is not None:
         return 1
     per_round(contender, 1, clock)
     once = per_round(contender, 1, clock)
@@ -110,26 +111,35 @@ def ratios(rounds: dict[str, list[float]], pick: str, roofs: Iterable[str]) -> l
             for i in range(min(len(rounds[pick]), *(len(rounds[r]) for r in roofs)))]
 
 
-def _built(cell_data: dict[str, Any]) -> tuple[Any, Callable[[], Any], Optional[Callable]]:
-    """(cell, what is timed, an in-place kernel's reset or None), built as the sweep builds its
-    cell (harness.bench.measure): the factory untimed, a call-time implementation's inputs
-    handed over."""
-    from harness.bench import inputs
-    from harness.bench.cells import Cell
-    from harness.bench.measure import Hands, timed_call
-    from harness.bench.roofs import ROOF_REGISTRY
-    from harness.core.registry import REGISTRY
+class Builder:
+    """Builds a cell's timed callable as the sweep does (harness.bench.measure): the factory
+    untimed, a call-time implementation's inputs handed over, an in-place kernel's reset. The
+    inputs are drawn and converted once; `build` may run again (a first call a round)."""
 
-    cell = Cell.from_dict(cell_data)
-    impl = (ROOF_REGISTRY if cell.is_roof else REGISTRY).get(cell.impl)
-    spec = cell.spec()
-    args = inputs.WORKER_INPUTS.arguments(cell, spec)
-    at_call = bool(args) and not cell.is_roof and impl.inputs_at_call
-    built = impl.build(spec) if at_call else impl.build(spec, *args)
-    fn, fresh, wrong = timed_call(impl, built, Hands(impl, spec, args) if at_call else None)
-    if wrong:
-        raise ValueError(wrong)
-    return cell, fn, fresh
+    def __init__(self, cell_data: dict[str, Any]) -> None:
+        from harness.bench import inputs
+        from harness.bench.cells import Cell
+        from harness.bench.measure import Hands
+        from harness.bench.roofs import ROOF_REGISTRY
+        from harness.core.registry import REGISTRY
+
+        self.cell = Cell.from_dict(cell_data)
+        self.impl = (ROOF_REGISTRY if self.cell.is_roof else REGISTRY).get(self.cell.impl)
+        self.spec = self.cell.spec()
+        self.args = inputs.WORKER_INPUTS.arguments(self.cell, self.spec)
+        at_call = bool(self.args) and not self.cell.is_roof and self.impl.inputs_at_call
+        self.hands = Hands(self.impl, self.spec, self.args) if at_call else None
+
+    def build(self) -> tuple[Callable[[], Any], Optional[Callable[[], None]]]:
+        """(what is timed, an in-place kernel's reset or None)."""
+        from harness.bench.measure import timed_call
+
+        built = (self.impl.build(self.spec) if self.hands is not None
+                 else self.impl.build(self.spec, *self.args))
+        fn, fresh, wrong = timed_call(self.impl, built, self.hands)
+        if wrong:
+            raise ValueError(wrong)
+        return fn, fresh
 
 
 def contender(cell_data: dict[str, Any]) -> Contender:
@@ -138,37 +148,38 @@ def contender(cell_data: dict[str, Any]) -> Contender:
     from harness.bench import validity
     from harness.core.checks import poison
 
-    cell, fn, fresh = _built(cell_data)
+    builder = Builder(cell_data)
+    fn, fresh = builder.build()
     if fresh is not None:
         fresh()
     first = fn()
-    problem = validity.output_problem(first, cell)
+    problem = validity.output_problem(first, builder.cell)
     if problem is None:
         poisoned = poison(first)
         if fresh is not None:
             fresh()
-        problem = validity.stale_problem(first, fn(), poisoned, cell)
+        problem = validity.stale_problem(first, fn(), poisoned, builder.cell)
     if problem:
         raise ValueError(problem)
-    return Contender(cell.impl, fn, fresh)
+    return Contender(builder.cell.impl, fn, fresh)
 
 
 def first_call(cell_data: dict[str, Any]) -> Contender:
-    """A contender whose every round is a first call: built afresh before it (untimed), so the
-    call allocates its output (JIT compiled once, by the first build's call). Its result is
-    checked once."""
+    """A contender whose every round is a first call: built afresh before it (untimed; the
+    inputs converted once), so the call allocates its output (JIT compiled once, by the first
+    build's call). Its result is checked once."""
     from harness.bench import validity
 
-    cell, fn, _ = _built(cell_data)
-    problem = validity.output_problem(fn(), cell)
+    builder = Builder(cell_data)
+    holder = [builder.build()[0]]
+    problem = validity.output_problem(holder[0](), builder.cell)
     if problem:
         raise ValueError(problem)
-    holder = [fn]
 
     def rebuild() -> None:
-        holder[0] = _built(cell_data)[1]
+        holder[0] = builder.build()[0]
 
-    return Contender(cell.impl, lambda: holder[0](), rebuild, once=True)
+    return Contender(builder.cell.impl, lambda: holder[0](), rebuild, once=True)
 
 
 def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None:
