@@ -110,7 +110,8 @@ def _paired(paired: pd.DataFrame, work: str, dtype: str, best: str) -> str:
     ok = mine[mine["status"] == "ok"].sort_values("ratio")
     if ok.empty:
         return "-" if mine.empty else str(mine["status"].iloc[0])
-    flagged = ok["flags"].fillna("").astype(str) != "" if "flags" in ok else ok["ratio"] != ok["ratio"]
+    flags = ok["flags"] if "flags" in ok else pd.Series("", index=ok.index)
+    flagged = flags.fillna("").astype(str) != ""
     top = ok[~flagged].iloc[0] if (~flagged).any() else ok.iloc[0]
     ratio = f"{fmt.ratio(top['ratio'])} ({top['ratio_p25']:.2f}-{top['ratio_p75']:.2f})"
     ratio += f" {top['impl']}" if top["impl"] != best else ""
