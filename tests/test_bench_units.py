@@ -389,3 +389,25 @@ def test_a_workers_heartbeat_is_written_atomically_but_not_fsynced(tmp_path, mon
     beating.beats, beating.cell_started = 0, 0.0
     beating._beat(Cell("x", "numpy", "cpu", "table", "paper", 8, 4, "float32", 1))
     assert len(synced) == 1 and '"beat": 1' in (tmp_path / "beat.json").read_text()
+
+
+def test_a_roof_is_timed_for_a_share_of_max_time_and_a_worker_marks_its_rounds_so():
+    """A roof's rounds fill roof_share of max_time (pytest-benchmark reads the marker's
+    max_time, the worker's round count and budget read Timing.of); an implementation's do not."""
+    from types import SimpleNamespace
+
+    from harness.bench import worker
+
+    roof, impl = cell(is_roof=True, impl="roof-numpy-fill"), cell()
+    assert TIMING.of(roof).max_time == pytest.approx(0.5 * TIMING.max_time)
+    assert TIMING.of(impl) == TIMING and TIMING.of(roof).of(roof) == TIMING.of(roof)
+    assert Timing(roof_share=1.0).of(roof) == Timing(roof_share=1.0)
+    assert TIMING.of(roof).cell_seconds(1e-6) < TIMING.cell_seconds(1e-6)
+    seen = {}
+    meta = SimpleNamespace(fixturenames=["cell"],
+                           config=SimpleNamespace(stash={worker.WORKER: SimpleNamespace(
+                               config=SimpleNamespace(cells=(impl, roof), timing=TIMING))}),
+                           parametrize=lambda name, params, ids: seen.update(params=params))
+    worker.pytest_generate_tests(meta)
+    marks = [p.marks[0].kwargs["max_time"] for p in seen["params"]]
+    assert marks == [TIMING.max_time, pytest.approx(0.5 * TIMING.max_time)]

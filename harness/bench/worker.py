@@ -58,7 +58,7 @@ class Worker:
             self.pinned = cell.threads
         limits = self.config.limits
         reason = ((limits.prune and prune.left_out(cell, self.history))
-                  or budget.skip_reason(cell, self.history, self.config.timing, limits))
+                  or budget.skip_reason(cell, self.history, self.config.timing.of(cell), limits))
         if reason:
             self._record(cell, Outcome("skip", reason, thread_settings=self.thread_settings))
             pytest.skip(reason)
@@ -82,7 +82,7 @@ class Worker:
             label = "warm"
         elif self.config.shared_jit and self.called:
             label = "shared"
-        outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing,
+        outcome = measure(impl, cell, benchmark, self.thread_settings, self.config.timing.of(cell),
                           on_timing=lambda phase: self._beat(cell, phase))
         if not math.isnan(outcome.build_s):        # built: its first call ran, or tried to
             self.called.add((cell.impl, cell.dtype))
@@ -118,9 +118,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cell" in metafunc.fixturenames and WORKER in metafunc.config.stash:
-        cells = metafunc.config.stash[WORKER].config.cells
-        # a device cell's timer syncs the device at every reading (harness.bench.modes)
-        params = [pytest.param(c, marks=pytest.mark.benchmark(timer=modes.clock(c.device)))
+        config = metafunc.config.stash[WORKER].config
+        cells = config.cells
+        # a device cell's timer syncs the device at every reading (harness.bench.modes); a
+        # roof's rounds fill a shorter time (harness.bench.settings.Timing.of)
+        params = [pytest.param(c, marks=pytest.mark.benchmark(
+                      timer=modes.clock(c.device), max_time=config.timing.of(c).max_time))
                   for c in cells]
         metafunc.parametrize("cell", params, ids=[c.key for c in cells])
 
