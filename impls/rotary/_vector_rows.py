@@ -258,12 +258,15 @@ def _half_value(builder, bits, dtype: str):
                            ir.VectorType(ir.FloatType(), LANES))
 
 
-def rotate_vectors(builder, dtype: str, interleaved: bool, px, pc, ps, n, vectors):
+def rotate_vectors(builder, dtype: str, interleaved: bool, px, pc, ps, n, vectors, words=None):
     """The first `vectors` LANES-steps of one row at px rotated where it lies by cos/sin rows at
     pc, ps (float32 pointers): each pair (p, q) of frequency f ("half": columns f and n + f;
     "interleaved": 2f and 2f + 1) becomes (p c - q s, q c + p s) in float32 (`contract`, as the
     kernels' scalar loop), a half dtype widened on load and rounded once on store (`vector_bits`,
-    NaN kept). Both of a pair's values are loaded before either is stored: in place is safe."""
+    NaN kept). Both of a pair's values are loaded before either is stored: in place is safe.
+    bfloat16 (`words`: _bf16_words.word_steps, passed so the caller captures it) goes by 32-bit
+    words, whole HALF_STEPs of a "half" row reading cos/sin in `wide_order`; a "half" row's
+    last LANES-step, if n % WIDE leaves one, as below, in frequency order."""
     from llvmlite import ir
     from numba.core import cgutils
 
@@ -285,8 +288,13 @@ def rotate_vectors(builder, dtype: str, interleaved: bool, px, pc, ps, n, vector
     def bits(v):
         return v if dtype == "float32" else vector_bits(builder, v, dtype)
 
+    start = n.type(0)
+    if dtype == "bfloat16":
+        per = LANES if interleaved else WIDE
+        start = words(builder, interleaved, px, pc, ps, n, builder.sdiv(n, n.type(per)))
+        vectors = builder.sub(vectors, builder.sdiv(start, n.type(LANES)))
     with cgutils.for_range(builder, vectors) as loop:
-        f = builder.mul(loop.index, n.type(LANES))
+        f = builder.add(start, builder.mul(loop.index, n.type(LANES)))
         vc = builder.load(vector_at(pc, f, LANES, ir.FloatType()), align=4)
         vs = builder.load(vector_at(ps, f, LANES, ir.FloatType()), align=4)
         if interleaved:
@@ -318,7 +326,8 @@ def rotation_row(dtype: str, interleaved: bool):
     from numba.extending import intrinsic
 
     from .._numba_half import vector_bits   # noqa: F401  captured: its file's stamp keys the on-disk cache
-    rotate = rotate_vectors
+    from ._bf16_words import word_steps
+    rotate, words = rotate_vectors, word_steps   # captured: their files' stamps key the on-disk cache
 
     @intrinsic
     def row(typingctx, x, c, s):
@@ -327,7 +336,7 @@ def rotation_row(dtype: str, interleaved: bool):
             px, pc, ps = (arr.data for arr in arrays)
             n = arrays[1].nitems
             vectors = builder.sdiv(n, n.type(LANES))
-            rotate(builder, dtype, interleaved, px, pc, ps, n, vectors)
+            rotate(builder, dtype, interleaved, px, pc, ps, n, vectors, words)
             return builder.mul(vectors, n.type(LANES))
 
         return types.intp(x, c, s), codegen
@@ -347,7 +356,8 @@ def rotation_rows(dtype: str, interleaved: bool):
     from numba.extending import intrinsic
 
     from .._numba_half import vector_bits   # noqa: F401  captured: its file's stamp keys the on-disk cache
-    rotate = rotate_vectors
+    from ._bf16_words import word_steps
+    rotate, words = rotate_vectors, word_steps   # captured: their files' stamps key the on-disk cache
 
     @intrinsic
     def rows(typingctx, x, start, stride, count, c, s, c0, cstep):
@@ -367,7 +377,7 @@ def rotation_rows(dtype: str, interleaved: bool):
                 px = builder.gep(xa.data, [builder.add(start_, builder.mul(k, stride_))])
                 row = builder.mul(builder.add(c0_, builder.mul(k, cstep_)), n)
                 rotate(builder, dtype, interleaved, px, builder.gep(ca.data, [row]),
-                       builder.gep(sa.data, [row]), n, vectors)
+                       builder.gep(sa.data, [row]), n, vectors, words)
             return context.get_constant(types.boolean, True)
 
         return sig, codegen

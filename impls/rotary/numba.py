@@ -82,7 +82,13 @@ class Rotary:
         # half dtypes: float32 tables and scratch (~2e-7, far below a half ulp), 16 lanes a vector
         self.work = np.empty(0, np.float32 if half else spec.dtype)
         tables = split_tables(spec)
-        self.tables = (tables.step, *tables.cast(np.float32 if half else np.float64))
+        self.interleaved = spec.layout == "interleaved"
+        # the column order apply's cos/sin rows are in: a bfloat16 "half" row is rotated by
+        # 32-bit words of two frequencies each (_bf16_words.py), whole steps in wide_order
+        self.order = (wide_order(spec.n_freq) if spec.dtype == "bfloat16" and not self.interleaved
+                      else slice(None))
+        self.tables = (tables.step, *(np.ascontiguousarray(t[:, self.order])
+                                      for t in tables.cast(np.float32 if half else np.float64)))
         # the cache is bound by its per-element arithmetic: float32 tables (1.3e-7 in float32,
         # still `exact`) took it from 2.3x to 1.7x a fill (float64 keeps float64 tables), and
         # CACHE_STEP-row fine tables stay in L1 (docs/fast.md)
@@ -92,7 +98,6 @@ class Rotary:
             order = wide_order(spec.n_freq)
             tables = tuple(np.ascontiguousarray(t[:, order]) for t in tables)
         self.cache_tables = (cached.step, *tables)
-        self.interleaved = spec.layout == "interleaved"
         self.seq_first = spec.qk_layout == "bshd"
         self.first = pair_slices(spec)[0]
         self.buffers: dict = {}
@@ -171,9 +176,9 @@ class Rotary:
         return pair if self.storage.kernel == self.work.dtype else (self.hand(pair[0]), self.hand(pair[1]))
 
     def distinct(self, cos: np.ndarray, sin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The cache's n_freq distinct columns, contiguous: a strided view ('A' layout in Numba)
-        would keep the rotation loop from vectorising."""
-        return np.ascontiguousarray(cos[:, self.first]), np.ascontiguousarray(sin[:, self.first])
+        """The cache's n_freq distinct columns, contiguous (a strided view, 'A' layout in Numba,
+        would keep the rotation loop from vectorising), in the order apply reads (`order`)."""
+        return tuple(np.ascontiguousarray(x[:, self.first][:, self.order]) for x in (cos, sin))
 
 
 def _inputs(spec: RotarySpec, q: Any, k: Any, positions: Any):
