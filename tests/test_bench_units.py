@@ -411,3 +411,33 @@ def test_a_roof_is_timed_for_a_share_of_max_time_and_a_worker_marks_its_rounds_s
     worker.pytest_generate_tests(meta)
     marks = [p.marks[0].kwargs["max_time"] for p in seen["params"]]
     assert marks == [TIMING.max_time, pytest.approx(0.5 * TIMING.max_time)]
+
+
+def test_a_group_whose_every_cell_is_left_out_starts_no_worker(tmp_path, monkeypatch):
+    """The supervisor asks the worker's own question (why_skip) of the journal first: a group
+    it proves all skipped gets the worker's skip rows and no worker (TensorFlow's imports to
+    skip 27 cells took 7 s); one cell left to time and the worker runs them all as before."""
+    from harness.bench import worker
+    from harness.bench.supervisor import Group, Supervisor
+
+    fast, slow = cell(threads=2, impl="fast"), cell(threads=2, impl="slow")
+    for c, t in ((fast, 1e-3), (slow, 1.0)):
+        journal.append(tmp_path / journal.FILENAME, ok(c, t))
+    rows: list[dict] = []
+    supervisor = Supervisor(tmp_path, (), TIMING, Limits(), rows.append)
+    started: list[tuple] = []
+    monkeypatch.setattr(supervisor, "_attempt",
+                        lambda group, pending: started.append(tuple(pending)) or
+                        {c.key for c in pending})
+    behind = [cell(threads=1, impl="slow"), cell(128, threads=1, impl="slow")]
+    history = journal.read_all(tmp_path / journal.FILENAME)
+    reasons = [worker.why_skip(behind[0], history, TIMING, Limits())]
+    history.append(row(behind[0], Outcome("skip", reasons[0])))
+    reasons.append(worker.why_skip(behind[1], history, TIMING, Limits()))
+    assert all(reasons)
+    supervisor.run(Group("numpy", 1, tuple(behind)))
+    assert not started
+    assert [r["key"] for r in rows] == [c.key for c in behind]
+    assert [(r["status"], r["reason"]) for r in rows] == [("skip", why) for why in reasons]
+    supervisor.run(Group("numpy", 1, (*behind, cell(threads=1, impl="fast"))))
+    assert len(started) == 1 and len(started[0]) == 3

@@ -17,7 +17,7 @@ import platform
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, Sequence
 
 import pytest
 
@@ -26,13 +26,21 @@ from harness.bench import budget, modes, prune, threads
 from harness.bench.cells import Cell, Outcome, row
 from harness.bench.measure import error_reason, measure
 from harness.bench.roofs import ROOF_REGISTRY
-from harness.bench.settings import WorkerConfig
+from harness.bench.settings import Limits, Timing, WorkerConfig
 from harness.core.registry import REGISTRY, Implementation
 from harness.runs import journal
 from harness.util import io
 
 CONFIG_ENV = "PE_HARNESS_BENCH_CONFIG"
 WORKER = pytest.StashKey["Worker"]()
+
+
+def why_skip(cell: Cell, history: Sequence[dict[str, Any]], timing: Timing,
+             limits: Limits) -> Optional[str]:
+    """Why `cell` is not timed, from the rows measured before it (harness.bench.prune: far
+    behind; harness.bench.budget: over a budget), or None."""
+    return ((limits.prune and prune.left_out(cell, history))
+            or budget.skip_reason(cell, history, timing.of(cell), limits))
 
 
 class Worker:
@@ -56,9 +64,7 @@ class Worker:
         if cell.threads != self.pinned:       # a worker serving several thread counts
             self.thread_settings = threads.pin(self.config.backend, cell.threads, again=True)
             self.pinned = cell.threads
-        limits = self.config.limits
-        reason = ((limits.prune and prune.left_out(cell, self.history))
-                  or budget.skip_reason(cell, self.history, self.config.timing.of(cell), limits))
+        reason = why_skip(cell, self.history, self.config.timing, self.config.limits)
         if reason:
             self._record(cell, Outcome("skip", reason, thread_settings=self.thread_settings))
             pytest.skip(reason)
