@@ -318,3 +318,25 @@ def test_an_implementation_that_wrote_its_inputs_fails_naming_them():
     assert (result.status, result.grade) == ("fail", "fail")
     assert result.reason.startswith("wrote into its input(s) q, k: an out-of-place implementation")
     assert "in_place=True" in result.reason and "harness.InPlace(reset, call)" in result.reason
+
+
+def test_run_judges_each_implementation_once_when_it_shows_verdicts_as_they_come(monkeypatch):
+    """verify shows each implementation's verdicts as it finishes (on_impl_done) and returns
+    them all: one judging, not two (a second pass cost verify's parent a few CPU-seconds)."""
+    from harness.core import judged as judged_module
+    from tests.judged import SPECS, callable_returning
+
+    specs = [SPECS["table"]("float32"), SPECS["table"]("float64")]
+    impls = [Implementation(name=f"planted-{i}", backend="python", device="cpu",
+                  build=lambda spec: callable_returning(spec, "table", lambda e, a: e),
+                  supports_fn=lambda _spec: None, workload="table", kind="table")
+             for i in range(2)]
+    calls = []
+    real = judged_module.judge
+    monkeypatch.setattr(judged_module, "judge",
+                        lambda *a, **k: calls.append(a[0].name) or real(*a, **k))
+    shown = {}
+    out = judged_module.run(impls, specs, on_impl_done=lambda i, c: shown.update({i.name: c}))
+    assert len(out) == 4 and all(c.status == "pass" for c in out)
+    assert sorted(calls) == ["planted-0"] * 2 + ["planted-1"] * 2
+    assert [c for i in impls for c in shown[i.name]] == out

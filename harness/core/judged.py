@@ -43,8 +43,16 @@ def run_by_kind(impls: Sequence[Implementation], specs: Mapping[str, Sequence[An
     task = isolate.Task("harness.core.judged:kind_observations",
                         ({k: c.specs for k, c in cases.items()}, args, timeout_s))
 
+    verdicts: dict[str, tuple[list, list[Check]]] = {}   # impl -> (its rows, their verdicts)
+
     def judged(impl: Implementation, rows: list) -> list[Check]:
-        return cases[impl.kind].judge(impl, rows)
+        """Judged once: the verdicts shown as an implementation finished are its final ones."""
+        done = verdicts.get(impl.name)
+        if done is not None and done[0] is rows:
+            return done[1]
+        checks = cases[impl.kind].judge(impl, rows)
+        verdicts[impl.name] = (rows, checks)
+        return checks
 
     def finished(impl: Implementation, rows: list) -> None:
         if on_impl_done is not None:
