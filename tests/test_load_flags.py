@@ -267,8 +267,8 @@ def test_a_workload_whose_every_cell_stayed_flagged_is_named_as_unanswered(tmp_p
 
 
 
-def test_a_cell_timed_beside_a_busy_core_is_not_judged_though_its_own_core_was_free():
-    """1-thread cells under one busy core of two are not flagged (a core was free), and the
-    answers rank them within the run; across runs they moved up to 1.58x with the same code."""
-    rows = pd.DataFrame({"flags": ["", "", ""], "others_busy": [0.1, 0.5, 1.0]})
+def test_a_cell_timed_beside_a_busy_core_is_not_left_out_though_its_flags_are():
+    """1-thread cells under one busy core of two are not flagged (a core was free): the gate
+    judges them against the noise between the runs (tests/test_gate_noise.py)."""
+    rows = pd.DataFrame({"flags": ["", "", "load: 1.9 cores busy"], "others_busy": [0.1, 1.0, 1.9]})
     assert gate.left_out(rows).tolist() == [False, False, True]

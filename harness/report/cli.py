@@ -9,9 +9,10 @@ warning; one with no rows is refused and its report.md left alone.
 implementations that verify found building that table. `--compare BASE` adds each cell's change against the BASE run, prints how
 many cells it compared and exits 2 when the runs share fewer than
 --min-shared % of either run's cells; with `--fail-slower PCT` the command
-exits 1 when a cell's median rose by more than PCT % and a rank test on the two
-runs' raw rounds says the rise is real (harness.report.gate), and prints those
-cells; runs from different machines (CPU, cores, GPU) are refused by the gate.
+exits 1 when a cell's median rose by more than PCT % and by more than the noise
+between the two runs explains (harness.report.noise, printed per group of cells)
+and a rank test on the two runs' raw rounds says the rise is real
+(harness.report.gate), and prints those cells; runs from different machines (CPU, cores, GPU) are refused by the gate.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from pathlib import Path
 
 from harness.core.registry import Implementation
 from harness.report import convention
-from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_shared, check_pct, overlap,
-                                    slower)
+from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_shared, check_pct,
+                                    noise_between, overlap, slower)
 from harness.report.gate import machine_differences, thread_difference
 from harness.report.load import load_env, load_run, newest_run
 from harness.report.measures import DEFAULT_BASELINES, DEVICE_BASELINES
@@ -81,6 +82,8 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         return 0
     for d, run in runs.items():
         print(f"{d} vs {args.compare}: {overlap(run.bench, base.bench).describe()}")
+        for line in noise_between(run.bench, base.bench):
+            print(f"  noise between the runs, {line}")
         threads = thread_difference(run.bench, base.bench)
         if threads:
             print(f"warning: {threads}", file=sys.stderr)

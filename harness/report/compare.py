@@ -1,23 +1,30 @@
 """Per-cell change of one run against a base run, and the slowdown gate.
 
-A cell is *slower* when its median rose by more than the allowed percentage
-and a rank test on the two runs' raw rounds says the rise is real
-(harness.report.gate, after asv): on a shared, noisy machine a change of two
-medians alone is not evidence of anything. A cell the new run flagged for
-load is not judged (its change says more about the machine than the code);
-one flagged `threads` is, since the change may have caused it.
+A cell is *slower* when its median rose by more than the allowed percentage and by
+more than the noise between the two runs explains (harness.report.noise: how far the
+cells of both runs drifted apart as a group), and a rank test on the two runs' raw
+rounds says the rise is real (harness.report.gate, after asv): on a shared, noisy
+machine a change of two medians alone is not evidence of anything. A cell the new run
+flagged for load or for its clock is not judged (its change says more about the machine
+than the code); one flagged `threads` is, since the change may have caused it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Optional
 
+import numpy as np
 import pandas as pd
 
-from harness.report import fmt, gate
+from harness.report import fmt, gate, noise
 from harness.report.measures import timed
 from harness.runs.identity import FIELDS as CELL
+
+#: An implementation's cells of one dtype and thread count, over sizes: a slowdown of the code
+#: shows across them, the machine's noise in one here and one there (harness.report.gate).
+SERIES = tuple(f for f in CELL if f not in ("length", "d_model"))
 from harness.util import units
 from harness.util.exitcodes import UsageError
 
@@ -42,6 +49,16 @@ class Change:
     #: raw rounds of each run (harness.bench.cells.Outcome.samples_s; empty in older runs)
     base_rounds: tuple[float, ...] = field(default=(), repr=False)
     new_rounds: tuple[float, ...] = field(default=(), repr=False)
+    #: other processes' busy cores while the new run timed it (bench.csv `others_busy`)
+    others_busy: float = 0.0
+    #: the noise between the two runs in this cell's group (None: too few cells to measure)
+    noise: Optional[noise.Noise] = field(default=None, repr=False)
+    #: the share of its device and thread count's cells the new run flagged for load
+    storm: float = 0.0
+    #: the upper median of new/base over its series (the implementation's cells of this dtype
+    #: and thread count at every size both runs timed): the ratio half of them reach
+    #: (harness.report.gate)
+    series: float = math.nan
 
     @property
     def pct(self) -> float:
@@ -56,9 +73,25 @@ class Change:
     def beyond_spread(self) -> bool:
         return abs(self.new_s - self.base_s) > self.spread_s
 
+    @property
+    def unjudged(self) -> str:
+        """Why the gate does not judge this cell's speed ('' when it does; harness.report.gate)."""
+        if self.storm > noise.STORM_SHARE:
+            return gate.STORM
+        if self.noise is None and self.others_busy > gate.BUSY_FOR_GATE:
+            return gate.UNMEASURED
+        return ""
+
+    @property
+    def judged(self) -> bool:
+        return not self.unjudged
+
     def verdict(self, pct: float) -> gate.Verdict:
+        if not self.judged:
+            return gate.Verdict(False, math.nan, self.unjudged)
         return gate.judge(self.base_s, self.new_s, self.spread_s, self.base_rounds,
-                          self.new_rounds, pct)
+                          self.new_rounds, pct, self.noise.allowed if self.noise else 1.0,
+                          self.series)
 
     def slower_than(self, pct: float) -> bool:
         return self.verdict(pct).slower
@@ -68,6 +101,10 @@ class Change:
             len(self.base_rounds), len(self.new_rounds)) >= 2 else math.nan
         evidence = (f"rank test p {p:.2g} over {len(self.new_rounds)} and {len(self.base_rounds)} "
                     "rounds" if math.isfinite(p) else f"spread {units.seconds(self.spread_s)}")
+        if self.noise is not None:
+            evidence += f"; noise between the runs explains up to {self.noise.allowed:.2f}x"
+        if math.isfinite(self.series):
+            evidence += f"; half its sizes x{self.series:.2f} or more"
         heads = f" {self.heads} heads" if self.heads != 1 else ""
         return (f"{self.workload} {self.impl} {self.length}x{self.d_model}{heads} {self.dtype} "
                 f"{fmt.threads(self.threads)}: {units.seconds(self.base_s)} -> {units.seconds(self.new_s)} "
@@ -75,23 +112,52 @@ class Change:
 
 
 def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
-    """Every implementation cell (roofs aside) timed ok in both runs and not flagged for load in
-    the new one (harness.report.gate)."""
-    key, columns = list(CELL), list(CELL) + ["median_s", "iqr_s", "samples_s"]
-
-    def ok(frame: pd.DataFrame, base: bool) -> pd.DataFrame:
-        rows = timed(frame)
-        if "samples_s" not in rows.columns:
-            rows = rows.assign(samples_s=[()] * len(rows))
-        out = gate.left_out(rows) if not base else pd.Series(False, index=rows.index)
-        return rows.loc[rows["ok"] & ~out, columns].drop_duplicates(key)
-
-    both = ok(new, False).merge(ok(base, True), on=key, suffixes=("_new", "_base"))
+    """Every implementation cell (roofs aside) timed ok in both runs and not flagged for load
+    or its clock in the new one (harness.report.gate), with the noise of its group measured
+    over every such cell, roofs included (harness.report.noise)."""
+    both = _both(new, base).assign(
+        elements=lambda f: f["length"] * f["d_model"],
+        log_ratio=lambda f: np.log(f["median_s_new"] / f["median_s_base"]))
+    cells = both[~both["is_roof"] & ~both["left_out"]]
+    cells = cells.assign(series=np.exp(cells.groupby(list(SERIES))["log_ratio"].transform(
+        lambda ratios: np.quantile(ratios, 0.5, method="higher"))))
+    noises = noise.between(both[np.isfinite(both["log_ratio"])], judged=len(cells))
     return [Change(r.workload, r.impl, r.device, int(r.length), int(r.d_model), r.dtype,
                    int(r.threads), int(r.batch), float(r.median_s_base), float(r.median_s_new),
                    float(r.iqr_s_base), float(r.iqr_s_new), int(r.heads),
-                   _rounds(r.samples_s_base), _rounds(r.samples_s_new))
-            for r in both.itertuples()]
+                   _rounds(r.samples_s_base), _rounds(r.samples_s_new), _busy(r.others_busy),
+                   noises.of(r.device, int(r.threads), int(r.elements)),
+                   noises.storm(r.device, int(r.threads)), float(r.series))
+            for r in cells.itertuples()]
+
+
+def noise_between(new: pd.DataFrame, base: pd.DataFrame) -> list[str]:
+    """One line per group of cells the gate measured the noise between the runs in."""
+    seen = {c.noise.group: c.noise for c in changes(new, base) if c.noise is not None}
+    return [n.describe() for _, n in sorted(seen.items())]
+
+
+def _both(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
+    """Cells (roofs included) timed ok in both runs side by side (suffixes _new, _base), with
+    `left_out`: flagged in the new run for load or its clock (harness.report.gate)."""
+    key = list(CELL)
+    columns = key + ["median_s", "iqr_s", "samples_s", "is_roof", "others_busy"]
+
+    def ok(frame: pd.DataFrame, base: bool) -> pd.DataFrame:
+        rows = frame
+        for name, empty in (("samples_s", ()), ("others_busy", math.nan)):
+            if name not in rows.columns:
+                rows = rows.assign(**{name: [empty] * len(rows)})
+        rows = rows.assign(left_out=gate.left_out(rows) if not base else False)
+        return rows.loc[rows["ok"], columns + ["left_out"]].drop_duplicates(key, keep="last")
+
+    return ok(new, False).merge(ok(base, True).drop(columns=["is_roof", "others_busy", "left_out"]),
+                                on=key, suffixes=("_new", "_base"))
+
+
+def _busy(value: object) -> float:
+    busy = float(value) if value is not None else math.nan
+    return busy if math.isfinite(busy) else 0.0
 
 
 def _rounds(value: object) -> tuple[float, ...]:
@@ -118,8 +184,9 @@ MIN_SHARED_PCT = 50.0
 class Overlap:
     """How two runs line up: implementation cells in each, in both, and compared (in both and
     timed ok in the base: the gate judges each as still ok and how fast, or broken); `flagged`
-    of the compared, timed ok in both but flagged for load in the new run, whose speed is not
-    judged."""
+    of the compared, timed ok in both but whose speed is not judged: flagged for load or its
+    clock in the new run, or timed there beside other processes' load where the noise between
+    the runs could not be measured."""
 
     new_cells: int
     base_cells: int
@@ -136,9 +203,10 @@ class Overlap:
         text = (f"compared {self.compared} cell(s) (in both runs and timed ok in the base); the "
                 f"new run has {self.new_cells}, the base {self.base_cells}, {self.shared} shared")
         if self.flagged:
-            text += (f"; {self.flagged} of the compared timed under load in the new run "
-                     f"(flagged, or other processes busy on more than {gate.BUSY_FOR_GATE:g} of "
-                     "a core: `flags`, `others_busy` in bench.csv), their speed not judged")
+            text += (f"; {self.flagged} of the compared timed under load in the new run, their "
+                     "speed not judged (flagged `load` or `clock` in bench.csv, or of a thread "
+                     "count the new run mostly flagged, or beside busy cores with too few cells "
+                     "to measure the noise between the runs)")
         if self.flagged * 2 > self.compared:
             text += (f". SPEED MOSTLY NOT JUDGED: {self.compared - self.flagged} of "
                      f"{self.compared} cells; time the new run on a quiet machine for a speed "
@@ -155,8 +223,9 @@ def overlap(new: pd.DataFrame, base: pd.DataFrame) -> Overlap:
     both = rows_new[key + ["ok", "flagged"]].merge(rows_base[key + ["ok"]], on=key,
                                                    suffixes=("_new", "_base"))
     judged_out = both["ok_base"] & both["ok_new"] & both["flagged"]
+    unmeasured = sum(not c.judged for c in changes(new, base))
     return Overlap(len(rows_new), len(rows_base), len(both), int(both["ok_base"].sum()),
-                   int(judged_out.sum()))
+                   int(judged_out.sum()) + unmeasured)
 
 
 def require_overlap(new: pd.DataFrame, base: pd.DataFrame, what: str,

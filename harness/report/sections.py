@@ -136,9 +136,11 @@ def change(cells: Sequence[Change], base: Run, of: str = "") -> str:
              "difference exceeds the two runs' IQRs added. "
              f"{_cells(len(cells))} in both runs: {worse} slower and {better} faster beyond the "
              f"spread; median change {fmt.pct(frame['pct'].median())}. `report --fail-slower PCT` "
-             "fails on a cell when its median rose by more than PCT % and a one-sided "
-             "Mann-Whitney U test on the two runs' timed rounds finds the rise significant "
-             f"(p < {gate.ALPHA:g}); cells flagged for load are not judged.")
+             "fails on a cell when its median rose by more than PCT % and by more than the "
+             "noise between the two runs explains (how far cells of the same size and thread "
+             "count drifted apart as a group) and a one-sided Mann-Whitney U test on the two "
+             f"runs' timed rounds finds the rise significant (p < {gate.ALPHA:g}); cells "
+             "flagged for load are not judged.")
     blocks = [head, intro]
     for (name, dtype, threads), group in frame.groupby(["workload", "dtype", "threads"]):
         blocks += [markdown.heading(3, f"`{name}`, {dtype}, {fmt.threads(threads)}"),

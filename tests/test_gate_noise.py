@@ -1,0 +1,116 @@
+"""The compare gate measures the noise between the two runs it judges: unchanged code that the
+machine moved as a group passes; a planted slowdown beyond that noise fails; a thread count the
+new run mostly flagged for load is not judged at all."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.report import gate, noise
+from harness.report.compare import changes, noise_between, overlap, slower
+from tests.test_load_flags import cell, frame, ok
+
+SIZES = [(64, 64), (64, 128), (128, 64), (128, 128), (256, 64), (256, 128)]
+IMPLS = ["a", "b", "c", "d"]
+
+
+def run(moved: dict[tuple[str, int], float], others: float = 1.0, flagged: set = frozenset(),
+        slowdown: dict[str, float] | None = None, threads: int = 1) -> pd.DataFrame:
+    """Four implementations and a roof at six small sizes, each cell 1 us x its size factor x
+    `moved[(impl, size index)]` (the machine's doing) x `slowdown[impl]` (the code's), with 16
+    rounds spread 1% around the median, timed beside `others` busy cores; cells of `flagged`
+    implementations are flagged for load."""
+    rows = []
+    for impl in IMPLS + ["roof-fill"]:
+        for i, (length, d_model) in enumerate(SIZES):
+            t = 1e-6 * (1 + i) * moved.get((impl, i), 1.0) * (slowdown or {}).get(impl, 1.0)
+            row = ok(cell(impl, threads, length, d_model, is_roof=impl.startswith("roof")), t,
+                     others=2.0 if impl in flagged else others)
+            rows.append(row)
+    df = frame(rows)
+    df["samples_s"] = [tuple(m * (1 + 0.01 * k / 16) for k in range(-8, 8)) for m in df["median_s"]]
+    return df
+
+
+def machine(spread: float, seed: int) -> dict[tuple[str, int], float]:
+    """How a busy machine moved each cell between two runs: log-normal with this spread, and
+    two cells alone by 1.4-1.5x (as measured beside one busy core: harness.report.gate)."""
+    rng = np.random.default_rng(seed)
+    moved = {(impl, i): math.exp(rng.normal(0, spread))
+             for impl in IMPLS + ["roof-fill"] for i in range(len(SIZES))}
+    return {**moved, ("a", 5): 1.5, ("d", 1): 1.4}
+
+
+def test_same_code_moved_by_a_busy_machine_passes_and_a_planted_slowdown_fails():
+    base, again = run({}), run(machine(0.05, seed=1))
+    assert max(c.new_s / c.base_s for c in changes(again, base)) > 1.1    # beyond --fail-slower 10
+    assert slower(changes(again, base), 10) == []
+    slow = run(machine(0.05, seed=2), slowdown={"c": 1.5})
+    assert {c.impl for c in slower(changes(slow, base), 10)} == {"c"}
+
+
+def test_a_lone_cell_the_machine_moved_passes_a_whole_series_that_moved_fails():
+    """Under load single cells of unchanged code move 1.3-1.6x, each alone in its series (the
+    implementation at its other sizes did not move); a slowdown of the code moves the series."""
+    base = run({})
+    lone = run({("a", 5): 1.8, ("b", 2): 1.6})
+    assert max(c.new_s / c.base_s for c in changes(lone, base)) > 1.75
+    assert slower(changes(lone, base), 10) == []
+    series = run({("b", i): 1.6 for i in range(4)})
+    assert {c.impl for c in slower(changes(series, base), 10)} == {"b"}
+
+
+def test_without_the_noise_the_same_code_on_a_slower_machine_fails(monkeypatch):
+    """A machine 1.25x slower in the new run moves every series: the noise excuses its drift;
+    the rule the noise replaced (the medians' percentage and a rank test) fails unchanged code."""
+    base = run({})
+    again = run({k: 1.25 * v for k, v in machine(0.05, seed=3).items()})
+    assert slower(changes(again, base), 10) == []
+    monkeypatch.setattr(noise.Noise, "allowed", property(lambda self: 1.0))
+    assert slower(changes(again, base), 10) != []
+
+
+def test_the_noise_is_measured_per_group_and_said():
+    base, again = run({}), run(machine(0.05, seed=1))
+    found = {c.noise.group for c in changes(again, base)}
+    assert found == {"cpu 1 thread, small"}
+    lines = noise_between(again, base)
+    assert len(lines) == 1 and "30 cells moved by" in lines[0] and "slower only beyond" in lines[0]
+    n = noise.measure("g", np.log([1.0, 1.1, 0.9, 1.2, 1.0]), judged=100)
+    assert n.drift == pytest.approx(0.0) and n.spread == pytest.approx(1.4826 * math.log(1.1), rel=0.2)
+    assert n.allowed == pytest.approx(math.exp(n.z * n.spread))
+
+
+def test_a_slower_machine_excuses_its_drift_a_faster_one_earns_no_credit():
+    slower_machine = noise.measure("g", np.full(10, math.log(1.3)), judged=10)
+    faster_machine = noise.measure("g", np.full(10, math.log(0.7)), judged=10)
+    assert slower_machine.allowed == pytest.approx(1.3)
+    assert faster_machine.allowed == pytest.approx(1.0)
+
+
+def test_a_thread_count_mostly_flagged_for_load_is_not_judged():
+    """Three of four implementations flagged: the fourth was timed in the load's lulls; even
+    3x slower it is not judged, and the overlap says so."""
+    base = run({})
+    stormy = run({}, flagged={"a", "b", "c"}, slowdown={"d": 3.0})
+    assert slower(changes(stormy, base), 10) == []
+    assert all(c.unjudged == gate.STORM for c in changes(stormy, base))
+    assert "SPEED MOSTLY NOT JUDGED" in overlap(stormy, base).describe()
+    calm = run({}, flagged={"a"}, slowdown={"d": 3.0})
+    assert {c.impl for c in slower(changes(calm, base), 10)} == {"d"}
+
+
+def test_a_busy_cell_in_a_group_too_small_to_measure_is_not_judged():
+    """Fewer than MIN_CELLS cells: no noise to judge against, so a cell timed beside busy cores
+    is not judged; a quiet one is, by the percentage and the rank test alone."""
+    base = frame([ok(cell("x", 1), 1e-3), ok(cell("y", 1), 1e-3)])
+    busy = frame([ok(cell("x", 1), 2e-3, others=1.0), ok(cell("y", 1), 2e-3, others=0.1)])
+    for df in (base, busy):
+        df["samples_s"] = [tuple(m * (1 + 0.001 * k) for k in range(8)) for m in df["median_s"]]
+    found = {c.impl: c for c in changes(busy, base)}
+    assert found["x"].unjudged == gate.UNMEASURED and found["y"].judged
+    assert [c.impl for c in slower(list(found.values()), 10)] == ["y"]
