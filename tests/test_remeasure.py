@@ -208,3 +208,23 @@ def test_before_the_end_a_batch_waits_for_enough_queued_cells():
     for c in flagged:
         retries.seen(busy_row(c), c, group=1)
     assert retries.due(2) == flagged                     # three: a batch
+
+
+def test_a_fallback_joins_a_later_group_of_its_worker_instead_of_a_batch_of_its_own():
+    """A fallback (a cell at fewer threads) whose worker a later group starts anyway is timed
+    there, in its size's place; a retry, or a fallback no later group serves, keeps its batch."""
+    from harness.bench.cells import Cell
+    from harness.bench.sweep import fold, groups
+
+    def at(backend: str, impl: str, threads: int, length: int = 64) -> Cell:
+        return Cell(impl, backend, "cpu", "table", "paper", length, 64, "float32", threads)
+
+    later = groups([at("torch", "t", 1, 32), at("torch", "t", 1, 128)])
+    fallback, alone, retry = at("torch", "u", 1), at("numpy", "n", 1), at("torch", "u", 2)
+    added = []
+    console = type("Console", (), {"more_cells": lambda self, n, cells: added.extend(cells)})()
+    keep = fold([fallback, alone, retry], {c.key: c for c in (fallback, alone)}, later, False,
+                console)
+    assert keep == [alone, retry] and added == [fallback]
+    assert len(later) == 1 and [c.length for c in later[0].cells] == [32, 64, 128]
+    assert fallback in later[0].cells and later[0].name == "torch-1t"

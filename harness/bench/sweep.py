@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -80,6 +80,25 @@ def _worker(cell: Cell, cold_starts: bool) -> tuple:
     alone = (cell.impl, cell.dtype) if cold_starts and adapter.jit else ()
     threads = () if adapter.runtime_threads else (cell.threads,)
     return (cell.backend, *threads, *alone)
+
+
+def fold(cells: list[Cell], fallbacks: Mapping[str, Cell], later: list[Group], full: bool,
+         console: Console) -> list[Cell]:
+    """`cells` less the fallbacks (cells at fewer threads, harness.bench.remeasure) that a group
+    in `later` of the same worker can time: each joins that group (`later` is changed in
+    place), where it waits its turn behind other work as a batch would, without a batch's
+    fresh worker (3-8 s of imports: in the quiet default sweep of 20261128-101932 the 13
+    fallbacks' batches took 25 s, their one-thread groups still to come)."""
+    keep = []
+    for cell in cells:
+        at = next((i for i, g in enumerate(later)
+                   if _worker(g.cells[0], full) == _worker(cell, full)), None)
+        if cell.key not in fallbacks or at is None:
+            keep.append(cell)
+            continue
+        later[at] = groups([*later[at].cells, cell], full)[0]
+        console.more_cells(1, [cell])
+    return keep
 
 
 def open_run(opts: SweepOptions, argv: Sequence[str], cores: int) -> RunDir:
@@ -169,8 +188,11 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
     supervisor = Supervisor(run_dir.path, opts.plugins, opts.timing, limits, on_row,
                             keep_fds=run_dir.lock.fds if run_dir.lock else ())
 
-    def again(cells_now: list[Cell]) -> None:
-        """Measure `cells_now` again, one worker per (backend, threads), counted as retries."""
+    def again(cells_now: list[Cell], later: list[Group]) -> None:
+        """Measure `cells_now` again, one worker per (backend, threads), counted as retries; a
+        fallback whose worker a group in `later` starts anyway joins that group instead
+        (`fold`)."""
+        cells_now = fold(cells_now, retries.extra, later, opts.grid.full, console)
         if not cells_now:
             return
         console.more_cells(len(cells_now), cells_now)
@@ -187,7 +209,9 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
         retries.timed(time.monotonic() - start, len(cells_now))
 
     try:
-        for group in todo:
+        queue = list(todo)
+        while queue:
+            group = queue.pop(0)
             if limits.deadline is not None and time.time() >= limits.deadline:
                 used_up = f"{BUDGET_PREFIX} --budget-s {limits.budget_s:g} used up"
                 supervisor.settle(group.cells, Outcome("skip", used_up))
@@ -195,10 +219,10 @@ def _sweep(opts: SweepOptions, impls: Sequence[Implementation], run_dir: RunDir,
                 supervisor.run(group)
             write_csv(run_dir)
             number[0] += 1
-            again(retries.due(number[0]))
+            again(retries.due(number[0]), queue)
         while retries.pending:
             number[0] += 1
-            again(retries.due(number[0], final=True))
+            again(retries.due(number[0], final=True), [])
         supervisor.close()
     finally:
         write_csv(run_dir)
