@@ -251,6 +251,23 @@ def test_the_report_section_counts_flagged_cells_and_what_they_would_change(tmp_
     assert "None: every timed cell ran with the cores it needed" in quiet
 
 
+def test_the_section_takes_the_reports_own_recommendation_instead_of_making_it_again(tmp_path,
+                                                                                     monkeypatch):
+    """The report hands the section the picks it made (a third of the report's main-thread
+    CPU went to making them again): the same text, one recommend() call (flagged included)."""
+    from harness.report.recommend import recommend
+
+    rows = [ok(cell("a", 1), 2e-3), ok(cell("b", 1), 1e-3, others=1.9)]
+    run = Run(tmp_path, {}, frame(rows), verify("a", "b"))
+    picks = recommend(run.bench, run.verify)
+    calls = []
+    monkeypatch.setattr(report_flags, "recommend",
+                        lambda *a, **k: calls.append(k) or recommend(*a, **k))
+    given = report_flags.section(run, run.bench, picks)
+    assert calls == [{"include_flagged": True}]
+    assert given == report_flags.section(run, run.bench) and "would have been b" in given
+
+
 def test_a_workload_whose_every_cell_stayed_flagged_is_named_as_unanswered(tmp_path):
     """Under a busy core an all-core sweep can answer one workload of six: the top line and
     answer.txt name the workloads left with no answer, so a one-row table is not read as the

@@ -27,11 +27,13 @@ MAX_LISTED = 40
 TITLE = "Flagged and invalid cells"
 
 
-def section(run: Run, bench: Optional[pd.DataFrame] = None) -> str:
+def section(run: Run, bench: Optional[pd.DataFrame] = None,
+            picks: Optional[Sequence[Recommendation]] = None) -> str:
     """Markdown for report.md: flagged timings, the recommendations they touch, invalid cells.
     Cells are counted and listed over the whole run, as the report's top and bench's console
     count them; `bench`: the rows the Recommendation was made from, when narrower than
-    `run.bench` (the recommendations the flagged cells would have changed are of those)."""
+    `run.bench` (the recommendations the flagged cells would have changed are of those);
+    `picks`: that Recommendation, when the caller has it (recommend(bench, run.verify))."""
     frame = run.bench if bench is None else bench
     rows = timed(run.bench)
     marked = rows[flagged(rows) & rows["ok"]]
@@ -48,7 +50,7 @@ def section(run: Run, bench: Optional[pd.DataFrame] = None) -> str:
                       "result was a fresh, finite table of the right shape and dtype.")
         return markdown.join(*blocks)
     if not marked.empty:
-        blocks += _flagged(marked, int(rows["ok"].sum()), frame, run.verify)
+        blocks += _flagged(marked, int(rows["ok"].sum()), frame, run.verify, picks)
     if not invalid.empty:
         blocks += _invalid(invalid)
     return markdown.join(*blocks)
@@ -76,11 +78,13 @@ def _rules() -> str:
 
 
 def _flagged(marked: pd.DataFrame, ok: int, frame: pd.DataFrame,
-             verify: Optional[pd.DataFrame]) -> list[str]:
+             verify: Optional[pd.DataFrame],
+             picks: Optional[Sequence[Recommendation]] = None) -> list[str]:
     why = why_flagged(marked)          # the words the console and the report's top use
     blocks = [f"**{_cells(len(marked))} of {ok} timed flagged** ({why}): rerun on a quieter "
               "machine to judge them."]
-    blocks += _changed(recommend(frame, verify), recommend(frame, verify, include_flagged=True))
+    clean = recommend(frame, verify) if picks is None else picks
+    blocks += _changed(clean, recommend(frame, verify, include_flagged=True))
     listed = marked.assign(cell=_cell(marked)).sort_values(["workload", "impl", "elements"])
     table = pd.DataFrame({
         "workload": listed["workload"], "impl": listed["impl"], "cell": listed["cell"],

@@ -94,7 +94,7 @@ def _single(run: Run, out: Path, baseline: str, base: Optional[Run], name: str) 
                   device.section(run.device, run.env, run.verify), bounds.section(chosen, run.verify, paired.read(run.path))]
         parts = [sections.workload_tables(run, w, named[w]) for w in workloads]
         after = [sections.change(changes(run.bench, base.bench), base) if base else "",
-                 sections.noisy(run), sections.problems(run), flags.section(run, chosen),
+                 sections.noisy(run), sections.problems(run), flags.section(run, chosen, picks),
                  extras.conventions(run, out), extras.precision(run, out), extras.files(run, out),
                  sections.environment(run)]
     finally:
