@@ -92,9 +92,10 @@ def test_a_slower_machine_excuses_its_drift_a_faster_one_earns_no_credit():
     assert faster_machine.allowed == pytest.approx(1.0)
 
 
-def test_a_thread_count_mostly_flagged_for_load_is_not_judged():
-    """Three of four implementations flagged: the fourth was timed in the load's lulls; even
-    3x slower it is not judged, and the overlap says so."""
+def test_a_thread_count_timed_beside_more_busy_cores_than_it_left_free_is_not_judged():
+    """Three of four implementations timed beside two busy cores (flagged), the fourth beside
+    one: the run was timed under a load that came and went; even 3x slower the fourth is not
+    judged, and the overlap says so. With one implementation so, the median cell had its core."""
     base = run({})
     stormy = run({}, flagged={"a", "b", "c"}, slowdown={"d": 3.0})
     assert slower(changes(stormy, base), 10) == []

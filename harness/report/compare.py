@@ -53,7 +53,8 @@ class Change:
     others_busy: float = 0.0
     #: the noise between the two runs in this cell's group (None: too few cells to measure)
     noise: Optional[noise.Noise] = field(default=None, repr=False)
-    #: the share of its device and thread count's cells the new run flagged for load
+    #: the median busy cores beyond those their threads left free its device and thread
+    #: count's cells were timed beside in the new run (harness.report.noise.STORM_EXCESS)
     storm: float = 0.0
     #: the upper median of new/base over its series (the implementation's cells of this dtype
     #: and thread count at every size both runs timed): the ratio half of them reach
@@ -76,7 +77,7 @@ class Change:
     @property
     def unjudged(self) -> str:
         """Why the gate does not judge this cell's speed ('' when it does; harness.report.gate)."""
-        if self.storm > noise.STORM_SHARE:
+        if self.storm > noise.STORM_EXCESS:
             return gate.STORM
         if self.noise is None and self.others_busy > gate.BUSY_FOR_GATE:
             return gate.UNMEASURED
@@ -132,8 +133,8 @@ def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
 
 
 def noise_between(new: pd.DataFrame, base: pd.DataFrame) -> list[str]:
-    """One line per group of cells the gate measured the noise between the runs in."""
-    seen = {c.noise.group: c.noise for c in changes(new, base) if c.noise is not None}
+    """One line per group of cells the gate judged against the noise between the runs."""
+    seen = {c.noise.group: c.noise for c in changes(new, base) if c.noise is not None and c.judged}
     return [n.describe() for _, n in sorted(seen.items())]
 
 
@@ -141,18 +142,19 @@ def _both(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     """Cells (roofs included) timed ok in both runs side by side (suffixes _new, _base), with
     `left_out`: flagged in the new run for load or its clock (harness.report.gate)."""
     key = list(CELL)
-    columns = key + ["median_s", "iqr_s", "samples_s", "is_roof", "others_busy"]
+    columns = key + ["median_s", "iqr_s", "samples_s", "is_roof", "others_busy", "cores"]
 
     def ok(frame: pd.DataFrame, base: bool) -> pd.DataFrame:
         rows = frame
-        for name, empty in (("samples_s", ()), ("others_busy", math.nan)):
+        for name, empty in (("samples_s", ()), ("others_busy", math.nan), ("cores", math.nan)):
             if name not in rows.columns:
                 rows = rows.assign(**{name: [empty] * len(rows)})
         rows = rows.assign(left_out=gate.left_out(rows) if not base else False)
         return rows.loc[rows["ok"], columns + ["left_out"]].drop_duplicates(key, keep="last")
 
-    return ok(new, False).merge(ok(base, True).drop(columns=["is_roof", "others_busy", "left_out"]),
-                                on=key, suffixes=("_new", "_base"))
+    new_only = ["is_roof", "others_busy", "cores", "left_out"]
+    return ok(new, False).merge(ok(base, True).drop(columns=new_only), on=key,
+                                suffixes=("_new", "_base"))
 
 
 def _busy(value: object) -> float:
@@ -205,8 +207,8 @@ class Overlap:
         if self.flagged:
             text += (f"; {self.flagged} of the compared timed under load in the new run, their "
                      "speed not judged (flagged `load` or `clock` in bench.csv, or of a thread "
-                     "count the new run mostly flagged, or beside busy cores with too few cells "
-                     "to measure the noise between the runs)")
+                     "count the new run timed beside more busy cores than it left free, or "
+                     "beside busy cores with too few cells to measure the noise between the runs)")
         if self.flagged * 2 > self.compared:
             text += (f". SPEED MOSTLY NOT JUDGED: {self.compared - self.flagged} of "
                      f"{self.compared} cells; time the new run on a quiet machine for a speed "

@@ -28,9 +28,10 @@ cores were free is judged, but only beyond the noise between the two runs
 cells up to 1.58x apart, rank tests agreeing, and a gate on medians alone failed 37 cells
 of unchanged code. Where a group has too few cells to measure that noise, a cell timed
 while others kept more than BUSY_FOR_GATE of a core busy is not judged; nor is any cell of
-a device and thread count whose cells the new run mostly flagged for load (under load 5,
-64 of 81 one-thread cells flagged: one of the 17 left moved 1.86x with the same code,
-timed in a lull of a load that came and went). Load only ever
+a device and thread count whose cells the new run timed, in the median, beside more busy
+cores than their threads left free (by noise.STORM_EXCESS): under load 4-5 the one-thread cells
+left unflagged moved up to 3.6x with the same code (timed in a lull of a load that came
+and went, or not), where one busy core alone moved them up to 1.56x. Load only ever
 makes a time longer, so a base run's flags cannot make the same code look slower (they
 can hide a slowdown, never invent one) and do not leave a cell out; nor does a `threads`
 flag, which the change may have caused (an all-core path that became 5x slower is
@@ -58,8 +59,8 @@ SAME_MACHINE = ("cpu_model", "cores_logical", "gpu")
 TEST = "Mann-Whitney U on the raw rounds"
 FALLBACK = "medians and IQRs (no raw rounds recorded)"
 UNMEASURED = "not judged: timed under load, too few cells to measure the noise between the runs"
-STORM = ("not judged: most cells of its thread count were flagged for load in the new run, "
-         "its own timed in the lulls of that load")
+STORM = ("not judged: the new run timed its thread count beside more busy cores than its "
+         "threads left free (harness.report.noise.STORM_EXCESS)")
 
 
 @dataclass(frozen=True)

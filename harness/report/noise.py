@@ -41,9 +41,10 @@ FAMILY_ALPHA = 0.01
 #: Fewest cells a group needs for its drift and spread to be measured (else its thread
 #: count's, else none: see harness.report.gate.left_out).
 MIN_CELLS = 8
-#: Share of a device and thread count's cells flagged for load in the new run beyond which
-#: none of them is judged (harness.report.gate).
-STORM_SHARE = 0.5
+#: Busy cores beyond those its threads leave free that the median cell of a device and thread
+#: count may have been timed beside before none of them is judged (harness.report.gate): one
+#: busy core of two leaves a one-thread cell about 0.0-0.1; under load 4, 0.4-0.6.
+STORM_EXCESS = 0.25
 #: MAD to the standard deviation of a normal distribution.
 MAD_TO_SIGMA = 1.4826
 
@@ -85,12 +86,13 @@ class Between:
     """The noise of every group two runs share enough cells in."""
 
     groups: Mapping[str, Noise]
-    #: the share of cells flagged for load, by the thread count's group
-    flagged: Mapping[str, float]
+    #: by the thread count's group: the median cores other processes kept busy beyond those
+    #: the cells' threads left free, in the new run
+    excess: Mapping[str, float]
 
     def storm(self, device: str, threads: int) -> float:
-        """The share of cells at this device and thread count the new run flagged for load."""
-        return self.flagged.get(group_of(device, threads, 0)[1], 0.0)
+        """The median busy cores beyond the free ones at this device and thread count."""
+        return self.excess.get(group_of(device, threads, 0)[1], 0.0)
 
     def of(self, device: str, threads: int, elements: int) -> Optional[Noise]:
         """The noise of the cell's regime group, else of its thread count, else None."""
@@ -102,9 +104,9 @@ class Between:
 
 
 def between(both: pd.DataFrame, judged: int) -> Between:
-    """The noise of each group of `both` (columns device, threads, elements, log_ratio and
-    left_out: every cell timed ok in both runs) with at least MIN_CELLS cells not left out;
-    `judged` is how many cells the gate decides on."""
+    """The noise of each group of `both` (columns device, threads, elements, log_ratio,
+    left_out, and the new run's others_busy and cores: every cell timed ok in both runs) with
+    at least MIN_CELLS cells not left out; `judged` is how many cells the gate decides on."""
     if both.empty:
         return Between({}, {})
     fine, coarse = (list(names) for names in zip(*(
@@ -115,8 +117,10 @@ def between(both: pd.DataFrame, judged: int) -> Between:
         for name, rows in both[kept].groupby(np.asarray(names)[kept], sort=True):
             if len(rows) >= MIN_CELLS:
                 groups[name] = measure(name, rows["log_ratio"].to_numpy(float), judged)
-    flagged = both["left_out"].astype(float).groupby(coarse).mean()
-    return Between(groups, {str(k): float(v) for k, v in flagged.items()})
+    excess = (pd.to_numeric(both["others_busy"], errors="coerce")
+              - (pd.to_numeric(both["cores"], errors="coerce") - both["threads"]).clip(lower=0))
+    median = excess.groupby(coarse).median()
+    return Between(groups, {str(k): float(v) for k, v in median.items() if np.isfinite(v)})
 
 
 def measure(group: str, log_ratios: np.ndarray, judged: int) -> Noise:
