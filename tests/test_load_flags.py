@@ -289,3 +289,17 @@ def test_a_cell_timed_beside_a_busy_core_is_not_left_out_though_its_flags_are():
     judges them against the noise between the runs (tests/test_gate_noise.py)."""
     rows = pd.DataFrame({"flags": ["", "", "load: 1.9 cores busy"], "others_busy": [0.1, 1.0, 1.9]})
     assert gate.left_out(rows).tolist() == [False, False, True]
+
+
+def test_what_the_flagged_cells_would_change_is_asked_of_their_groups_only_invalid_ones_kept():
+    """The flagged-included recommendation is made again only where a flagged timing lies, with
+    every invalid row (an implementation invalid at another size stays barred); the text is the
+    one a recommendation over every group gives."""
+    flagged_fast = [ok(cell("a", 1), 2e-3), ok(cell("c", 1), 1e-4, others=1.9),
+                    row(cell("c", 1, 65536, 256), Outcome("invalid", "lookup"))]
+    elsewhere = [ok(cell("a", 1, 16, 16), 1e-5), ok(cell("b", 1, 16, 16), 2e-5)]
+    run = Run(Path("."), {}, frame(flagged_fast + elsewhere), verify("a", "b", "c"))
+    touched = report_flags._touched(run.bench)
+    assert sorted(touched["impl"]) == ["a", "c", "c"] and "b" not in set(touched["impl"])
+    text = report_flags.section(run)
+    assert "No recommendation would change with the flagged cells included." in text
