@@ -46,7 +46,7 @@ def legend_labels(fig: plt.Figure) -> list[str]:
 def test_palette_colours_only_the_highlighted_each_its_own():
     impls = [f"impl-{i}" for i in range(27)]
     roles = {"impl-3": "recommended", "impl-7": "usual choice", "impl-9": "Pareto",
-             "impl-12": "recommended, Pareto"}
+             "impl-12": "recommended for small and large, Pareto"}
     styles = figures.palette(impls, roofs=["roof-a"], highlight=roles)
     coloured = {name: s for name, s in styles.items() if figures.highlighted(styles, name)
                 and name != "roof-a"}
@@ -54,9 +54,23 @@ def test_palette_colours_only_the_highlighted_each_its_own():
     assert len({(to_hex(s["color"]), s["marker"]) for s in coloured.values()}) == len(roles)
     assert len({to_hex(s["color"]) for s in coloured.values()}) == len(roles)   # colours alone differ
     assert GREY not in {to_hex(s["color"]) for s in coloured.values()}
-    assert styles["impl-12"]["label"] == "impl-12 (recommended, Pareto)"
+    assert styles["impl-12"]["label"] == "impl-12 (recommended for small and large, Pareto)"
+    assert to_hex(styles["impl-12"]["color"]) in figures.ROLE_COLOURS["recommended"]
     others = [s for name, s in styles.items() if name not in roles and name != "roof-a"]
     assert len(others) == 23 and all(s["label"] == figures.OTHER_LABEL for s in others)
+
+
+def test_a_pick_is_named_with_the_size_regimes_it_is_recommended_for():
+    """A plot spans every size: "recommended" alone did not say where."""
+    from types import SimpleNamespace
+
+    from harness.report.pipeline import _roles
+    from harness.report.recommend import REGIMES
+    small, _, large = REGIMES
+    picks = [SimpleNamespace(impl="a", regime=large), SimpleNamespace(impl="a", regime=small),
+             SimpleNamespace(impl="b", regime=large)]
+    assert _roles(picks, {"t": "b"}, []) == {"a": "recommended for small and large",
+                                               "b": "recommended for large, usual choice"}
 
 
 def test_time_plot_draws_the_few_in_colour_over_grey_with_one_roof(tmp_path, caught):

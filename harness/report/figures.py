@@ -43,8 +43,8 @@ def palette(impls: Iterable[str], roofs: Iterable[str] = (),
             highlight: Optional[Mapping[str, str]] = None) -> dict[str, dict]:
     """Line style per implementation: colour and marker; `roofs` grey and dashed.
 
-    With `highlight` (impl -> its role: recommended, usual choice...), only those get
-    colours: the hue of their first role (ROLE_COLOURS), a shade and marker of their own,
+    With `highlight` (impl -> its roles: "recommended for large, Pareto", "usual choice"...),
+    only those get colours: the hue of their first role (ROLE_COLOURS, by its first word), a shade and marker of their own,
     drawn thick and on top, labelled with their role; the rest are `OTHER`: 27 series in 20
     colours cannot be told apart, 6 in colour over grey can.
     """
@@ -62,7 +62,7 @@ def palette(impls: Iterable[str], roofs: Iterable[str] = (),
         used: dict[str, int] = {}
         for i, name in enumerate(chosen):
             role = highlight[name]
-            first = role.split(",")[0].strip()
+            first = next((r for r in ROLE_COLOURS if role.startswith(r)), role)
             shades = ROLE_COLOURS.get(first, OTHER_ROLE_COLOURS)
             n = used[first] = used.get(first, -1) + 1
             styles[name] = dict(color=shades[n % len(shades)], marker=MARKERS[i % len(MARKERS)],

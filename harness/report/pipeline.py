@@ -25,7 +25,7 @@ from harness.report.frontier import ACCURACY_DTYPE, Tradeoff, reference_size, tr
 from harness.report.load import Run, load_run
 from harness.report.measures import (DEFAULT_BASELINES, SEED_000, SEED_WORKLOAD, baselines, dtype_order, timed,
                                      workload_rank)
-from harness.report.recommend import Recommendation, recommend
+from harness.report.recommend import REGIMES, Recommendation, recommend
 from harness.runs import paired
 from harness.runs.results import ANSWER
 from harness.util import cpus, io
@@ -141,9 +141,15 @@ def _ratios_for(workload: str, named: dict[str, str]) -> list[str]:
 def _roles(picks: Sequence[Recommendation], usuals: dict[str, str],
            trades: list[Tradeoff]) -> dict[str, str]:
     """The few implementations plots draw in colour, each with what makes it matter
-    (`usuals`: the usual choices, by any key)."""
+    (`usuals`: the usual choices, by any key); a pick says for which size regimes, since a
+    plot spans them all."""
+    regimes = {r.name: i for i, r in enumerate(REGIMES)}
+    picked: dict[str, set[str]] = {}
+    for p in picks:
+        picked.setdefault(p.impl, set()).add(p.regime.name)
     roles: dict[str, list[str]] = {}
-    for impl, role in [*((p.impl, "recommended") for p in picks),
+    for impl, role in [*((impl, "recommended for " + " and ".join(sorted(names, key=regimes.get)))
+                         for impl, names in picked.items()),
                        *((b, "usual choice") for b in usuals.values()),
                        *((p.impl, "Pareto") for t in trades for p in t.points if p.frontier)]:
         if role not in roles.setdefault(impl, []):
