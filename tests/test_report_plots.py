@@ -66,11 +66,13 @@ def test_a_pick_is_named_with_the_size_regimes_it_is_recommended_for():
 
     from harness.report.pipeline import _roles
     from harness.report.recommend import REGIMES
-    small, _, large = REGIMES
+    small, medium, large = REGIMES
     picks = [SimpleNamespace(impl="a", regime=large), SimpleNamespace(impl="a", regime=small),
-             SimpleNamespace(impl="b", regime=large)]
+             SimpleNamespace(impl="b", regime=large),
+             *(SimpleNamespace(impl="c", regime=r) for r in (large, medium, small))]
     assert _roles(picks, {"t": "b"}, []) == {"a": "recommended for small and large",
-                                               "b": "recommended for large, usual choice"}
+                                               "b": "recommended for large, usual choice",
+                                               "c": "recommended for every size"}
 
 
 def test_time_plot_draws_the_few_in_colour_over_grey_with_one_roof(tmp_path, caught):

@@ -148,7 +148,8 @@ def _roles(picks: Sequence[Recommendation], usuals: dict[str, str],
     for p in picks:
         picked.setdefault(p.impl, set()).add(p.regime.name)
     roles: dict[str, list[str]] = {}
-    for impl, role in [*((impl, "recommended for " + " and ".join(sorted(names, key=regimes.get)))
+    for impl, role in [*((impl, "recommended for " + (" and ".join(sorted(names, key=regimes.get))
+                                                      if len(names) < len(REGIMES) else "every size"))
                          for impl, names in picked.items()),
                        *((b, "usual choice") for b in usuals.values()),
                        *((p.impl, "Pareto") for t in trades for p in t.points if p.frontier)]:
