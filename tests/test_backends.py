@@ -77,3 +77,16 @@ def test_tensorflow_is_imported_without_its_startup_banners():
                                             if k != "TF_CPP_MIN_LOG_LEVEL"})
     assert done.returncode == 0 and done.stdout.strip() == "imported", done.stderr
     assert "oneDNN" not in done.stderr and "absl::InitializeLog" not in done.stderr
+
+
+def test_numba_bfloat16_inputs_hold_the_bits_torch_rounds_to():
+    """Handed over in a tensor over a NumPy array (harness.backends.numba.inputs: huge pages),
+    the inputs keep the bits torch's own rounding gives: to nearest even, ties included."""
+    torch = pytest.importorskip("torch")
+    from harness.backends.numba import inputs
+
+    ties = np.array([1 + 2.0**-8, 1 + 3 * 2.0**-8, -(1 + 2.0**-8), 3.0e38, 1e-40], np.float32)
+    values = np.concatenate([ties, np.random.default_rng(0).standard_normal(997).astype(np.float32)])
+    got = inputs(values.astype(np.float64), "bfloat16", "cpu")
+    want = torch.from_numpy(values).to(torch.bfloat16)
+    assert got.dtype == torch.bfloat16 and torch.equal(got.view(torch.int16), want.view(torch.int16))
