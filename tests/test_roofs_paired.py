@@ -134,6 +134,22 @@ def test_the_step_times_the_fastest_that_passes_a_near_runner_up_and_two_binding
     assert [r["impl"] for r in output.roofs] == ["roof-sincos-timestep", "roof-sincos-numpy-timestep"]
 
 
+def test_the_picks_sibling_in_other_memory_is_paired_however_far_the_sweep_put_it():
+    """The sweep timed the float32 rotary cache's recycled variant 1.82x behind its fresh one, in
+    another bandwidth regime; paired, it is the one at the roof."""
+    bench = _bench({"cache": 1e-3, "cache-recycled": 1.82e-3, "other": 1.9e-3,
+                    "other-recycled": 1.95e-3, "roof-numpy-fill-timestep": 1e-3})
+    passing = pd.DataFrame({"impl": ["cache", "cache-recycled", "other", "other-recycled"],
+                            "dtype": ["float32"] * 4, "status": ["pass"] * 4})
+    [output] = roofs.outputs(bench, passing)
+    assert [p["impl"] for p in output.picks] == ["cache", "cache-recycled"]
+    failing = passing.assign(status=["pass", "fail", "pass", "pass"])
+    assert [p["impl"] for p in roofs.outputs(bench, failing)[0].picks] == ["cache"]
+    flipped = _bench({"cache": 1.9e-3, "cache-recycled": 1e-3, "roof-numpy-fill-timestep": 1e-3})
+    assert [p["impl"] for p in roofs.outputs(flipped, passing)[0].picks] == ["cache-recycled",
+                                                                            "cache"]
+
+
 def test_a_worker_whose_clock_runs_slow_is_not_believed():
     output = roofs.Output("timestep/float32", ({"impl": "best", "workload": "timestep",
                                                 "dtype": "float32", "roof_ratio": 1.0},),
