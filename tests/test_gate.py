@@ -15,7 +15,7 @@ import harness.cli
 from harness.report import gate
 from harness.report.compare import changes
 from harness.report.load import load_run
-from tests.test_bench import PLUGINS, bench, by_impl, table
+from tests.test_bench import PLUGINS, bench
 from tests.test_report import no_plots  # noqa: F401  (a fixture)
 
 #: Times real runs: `nox -s e2e` runs these after its parallel part, by themselves.

@@ -137,7 +137,7 @@ def test_the_summary_names_every_rule_that_flagged_a_cell_or_says_none_did():
      "load: 2.6 cores busy with other processes (4 cores, 2 threads, > 2.5)"),
     (dict(cores=2, threads=1, others_busy=1.5), ""),             # at the margin: not flagged
     (dict(cores=1, threads=1, others_busy=0.6),
-     "load: 0.6 cores busy with other processes (1 cores, 1 thread, > 0.5)"),
+     "load: 0.6 cores busy with other processes (1 core, 1 thread, > 0.5)"),
     (dict(cores=2, threads=None, others_busy=5.0), ""),          # no threads: nothing to judge
     (dict(cores=0, threads=1, others_busy=5.0), ""),
     (dict(cores=2, threads=1, load_before=2.6), "load: load average 2.6 on 2 cores (> 2.5)"),

@@ -24,7 +24,7 @@ from pathlib import Path
 from harness.core.registry import Implementation
 from harness.report import convention
 from harness.report.compare import (MIN_SHARED_PCT, broken, changes, check_min_shared, check_pct,
-                                    noise_between, overlap, slower)
+                                    decide, overlap)
 from harness.report.gate import machine_differences, thread_difference
 from harness.report.load import load_env, load_run, newest_run
 from harness.report.measures import DEFAULT_BASELINES, DEVICE_BASELINES
@@ -82,27 +82,27 @@ def main(args: argparse.Namespace, impls: list[Implementation]) -> int:
         return 0
     for d, run in runs.items():
         print(f"{d} vs {args.compare}: {overlap(run.bench, base.bench).describe()}")
-        for line in noise_between(run.bench, base.bench):
-            print(f"  noise between the runs, {line}")
         threads = thread_difference(run.bench, base.bench)
         if threads:
             print(f"warning: {threads}", file=sys.stderr)
     if args.fail_slower is None:
         return 0
-    offending: list[tuple[Path, str]] = []  # (run, line to print)
+    offending: list[str] = []
+    judged = 0
     for d, run in runs.items():
-        new = run.bench
-        offending += [(d, f"BROKEN {d}: {line}") for line in broken(new, base.bench)]
-        offending += [(d, f"SLOWER {d}: {c.describe()}")
-                      for c in slower(changes(new, base.bench), args.fail_slower)]
-    for _, line in offending:
+        decision = decide(changes(run.bench, base.bench), args.fail_slower)
+        print("\n".join(decision.describe(args.fail_slower)))
+        judged += decision.judged
+        offending += [f"BROKEN {d}: {line}" for line in broken(run.bench, base.bench)]
+        offending += [f"SLOWER {d}: {c.describe()}" for c in decision.slower]
+    for line in offending:
         print(line)
+    rule = (f"by more than {args.fail_slower:g}% and the noise between the runs, its "
+            "implementation's other cells and a rank test on the rounds agreeing")
     if offending:
-        print(f"{len(offending)} cell(s) broken, or slower than {args.compare} by more than "
-              f"{args.fail_slower:g}% with a rank test on the rounds agreeing")
+        print(f"{len(offending)} cell(s) broken, or slower than {args.compare} {rule}")
         return 1
-    print(f"no cell slower than {args.compare} by more than {args.fail_slower:g}% with a rank test "
-          "on the rounds agreeing")
+    print(f"no cell broken; of {judged} judged for speed, none slower than {args.compare} {rule}")
     return 0
 
 

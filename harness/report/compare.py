@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import Mapping, Optional
 
 import numpy as np
 import pandas as pd
@@ -21,12 +21,13 @@ import pandas as pd
 from harness.report import fmt, gate, noise
 from harness.report.measures import timed
 from harness.runs.identity import FIELDS as CELL
-
-#: An implementation's cells of one dtype and thread count, over sizes: a slowdown of the code
-#: shows across them, the machine's noise in one here and one there (harness.report.gate).
-SERIES = tuple(f for f in CELL if f not in ("length", "d_model"))
 from harness.util import units
 from harness.util.exitcodes import UsageError
+
+#: An implementation in one dtype, over sizes and thread counts: a slowdown of the code shows
+#: across its cells, the machine's noise in one here and one there (harness.report.gate).
+#: Pairs cells by the attributes Change has (a GPU cell's timing mode is in its key, not here).
+IMPLEMENTATION = ("workload", "impl", "device", "dtype", "batch", "heads")
 
 
 @dataclass(frozen=True)
@@ -51,15 +52,12 @@ class Change:
     new_rounds: tuple[float, ...] = field(default=(), repr=False)
     #: other processes' busy cores while the new run timed it (bench.csv `others_busy`)
     others_busy: float = 0.0
-    #: the noise between the two runs in this cell's group (None: too few cells to measure)
+    #: the noise between the two runs in this cell's group, its own implementation left out
+    #: (None: too few other cells to measure it)
     noise: Optional[noise.Noise] = field(default=None, repr=False)
-    #: the median busy cores beyond those their threads left free its device and thread
-    #: count's cells were timed beside in the new run (harness.report.noise.STORM_EXCESS)
+    #: the median busy cores beyond those their threads left free its thread count's CPU cells
+    #: were timed beside in the new run (harness.report.noise.STORM_EXCESS)
     storm: float = 0.0
-    #: the upper median of new/base over its series (the implementation's cells of this dtype
-    #: and thread count at every size both runs timed): the ratio half of them reach
-    #: (harness.report.gate)
-    series: float = math.nan
 
     @property
     def pct(self) -> float:
@@ -79,7 +77,7 @@ class Change:
         """Why the gate does not judge this cell's speed ('' when it does; harness.report.gate)."""
         if self.storm > noise.STORM_EXCESS:
             return gate.STORM
-        if self.noise is None and self.others_busy > gate.BUSY_FOR_GATE:
+        if self.noise is None:
             return gate.UNMEASURED
         return ""
 
@@ -91,8 +89,7 @@ class Change:
         if not self.judged:
             return gate.Verdict(False, math.nan, self.unjudged)
         return gate.judge(self.base_s, self.new_s, self.spread_s, self.base_rounds,
-                          self.new_rounds, pct, self.noise.allowed if self.noise else 1.0,
-                          self.series)
+                          self.new_rounds, pct, self.noise.allowed if self.noise else 1.0)
 
     def slower_than(self, pct: float) -> bool:
         return self.verdict(pct).slower
@@ -104,8 +101,6 @@ class Change:
                     "rounds" if math.isfinite(p) else f"spread {units.seconds(self.spread_s)}")
         if self.noise is not None:
             evidence += f"; noise between the runs explains up to {self.noise.allowed:.2f}x"
-        if math.isfinite(self.series):
-            evidence += f"; half its sizes x{self.series:.2f} or more"
         heads = f" {self.heads} heads" if self.heads != 1 else ""
         return (f"{self.workload} {self.impl} {self.length}x{self.d_model}{heads} {self.dtype} "
                 f"{fmt.threads(self.threads)}: {units.seconds(self.base_s)} -> {units.seconds(self.new_s)} "
@@ -115,27 +110,19 @@ class Change:
 def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
     """Every implementation cell (roofs aside) timed ok in both runs and not flagged for load
     or its clock in the new one (harness.report.gate), with the noise of its group measured
-    over every such cell, roofs included (harness.report.noise)."""
+    over the other cells both runs timed, roofs included (harness.report.noise)."""
     both = _both(new, base).assign(
         elements=lambda f: f["length"] * f["d_model"],
         log_ratio=lambda f: np.log(f["median_s_new"] / f["median_s_base"]))
     cells = both[~both["is_roof"] & ~both["left_out"]]
-    cells = cells.assign(series=np.exp(cells.groupby(list(SERIES))["log_ratio"].transform(
-        lambda ratios: np.quantile(ratios, 0.5, method="higher"))))
-    noises = noise.between(both[np.isfinite(both["log_ratio"])], judged=len(cells))
+    noises = noise.between(both, family=len(cells))
     return [Change(r.workload, r.impl, r.device, int(r.length), int(r.d_model), r.dtype,
                    int(r.threads), int(r.batch), float(r.median_s_base), float(r.median_s_new),
                    float(r.iqr_s_base), float(r.iqr_s_new), int(r.heads),
                    _rounds(r.samples_s_base), _rounds(r.samples_s_new), _busy(r.others_busy),
-                   noises.of(r.device, int(r.threads), int(r.elements)),
-                   noises.storm(r.device, int(r.threads)), float(r.series))
+                   noises.of(noise.group_of(r.device, int(r.threads), int(r.elements)), r.impl),
+                   noises.storm(r.device, int(r.threads)))
             for r in cells.itertuples()]
-
-
-def noise_between(new: pd.DataFrame, base: pd.DataFrame) -> list[str]:
-    """One line per group of cells the gate judged against the noise between the runs."""
-    seen = {c.noise.group: c.noise for c in changes(new, base) if c.noise is not None and c.judged}
-    return [n.describe() for _, n in sorted(seen.items())]
 
 
 def _both(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
@@ -187,8 +174,7 @@ class Overlap:
     """How two runs line up: implementation cells in each, in both, and compared (in both and
     timed ok in the base: the gate judges each as still ok and how fast, or broken); `flagged`
     of the compared, timed ok in both but whose speed is not judged: flagged for load or its
-    clock in the new run, or timed there beside other processes' load where the noise between
-    the runs could not be measured."""
+    clock in the new run, or not judged by the gate's other rules (Change.unjudged)."""
 
     new_cells: int
     base_cells: int
@@ -205,10 +191,9 @@ class Overlap:
         text = (f"compared {self.compared} cell(s) (in both runs and timed ok in the base); the "
                 f"new run has {self.new_cells}, the base {self.base_cells}, {self.shared} shared")
         if self.flagged:
-            text += (f"; {self.flagged} of the compared timed under load in the new run, their "
-                     "speed not judged (flagged `load` or `clock` in bench.csv, or of a thread "
-                     "count the new run timed beside more busy cores than it left free, or "
-                     "beside busy cores with too few cells to measure the noise between the runs)")
+            text += (f"; {self.flagged} of the compared not judged for speed (flagged `load` or "
+                     "`clock` in the new run's bench.csv, or timed under load, or with too few "
+                     "other cells to measure the noise between the runs)")
         if self.flagged * 2 > self.compared:
             text += (f". SPEED MOSTLY NOT JUDGED: {self.compared - self.flagged} of "
                      f"{self.compared} cells; time the new run on a quiet machine for a speed "
@@ -225,9 +210,9 @@ def overlap(new: pd.DataFrame, base: pd.DataFrame) -> Overlap:
     both = rows_new[key + ["ok", "flagged"]].merge(rows_base[key + ["ok"]], on=key,
                                                    suffixes=("_new", "_base"))
     judged_out = both["ok_base"] & both["ok_new"] & both["flagged"]
-    unmeasured = sum(not c.judged for c in changes(new, base))
+    not_judged = sum(not c.judged for c in changes(new, base))
     return Overlap(len(rows_new), len(rows_base), len(both), int(both["ok_base"].sum()),
-                   int(judged_out.sum()) + unmeasured)
+                   int(judged_out.sum()) + not_judged)
 
 
 def require_overlap(new: pd.DataFrame, base: pd.DataFrame, what: str,
@@ -265,10 +250,67 @@ def check_pct(pct: float) -> float:
     return pct
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What the gate made of the compared cells at one percentage."""
+
+    #: cells slower beyond the bar, their implementation's other cells agreeing (these fail)
+    slower: tuple[Change, ...]
+    #: cells slower beyond the bar alone: their implementation's other cells did not move
+    lone: tuple[Change, ...]
+    #: cells judged; of them, risen past the percentage but within the noise or the rank test
+    judged: int
+    excused: int
+    #: cells not judged, by why
+    unjudged: Mapping[str, int]
+    #: the noise each judged group was measured with (one line per group)
+    noises: tuple[str, ...]
+
+    def describe(self, pct: float) -> list[str]:
+        lines = [f"judged {self.judged} cell(s) against the noise between the runs"]
+        lines += [f"  noise between the runs, {n}" for n in self.noises]
+        if self.excused:
+            lines.append(f"  {self.excused} rose past {pct:g}% within that noise or without "
+                         "a significant rank test: not slower")
+        lines += [f"  lone rise, not failing (its implementation's other cells did not move): "
+                  f"{c.describe()}" for c in self.lone]
+        lines += [f"  not judged: {n} cell(s), {why}" for why, n in self.unjudged.items()]
+        return lines
+
+
+def decide(cells: list[Change], pct: float) -> Decision:
+    """The gate's decision: a cell is slower when it beats its bar (Change.verdict) and so does
+    at least half of its implementation's other judged cells of that dtype at its thread count
+    (other sizes), or where it has none there, at the other thread counts; one that beats it
+    with them not agreeing, or with no other cell to agree, is a lone rise, named and not
+    failed (harness.report.gate)."""
+    check_pct(pct)
+    judged = [c for c in cells if c.judged]
+    beats = {id(c): c.slower_than(pct) for c in judged}
+    family: dict[tuple, list[Change]] = {}
+    for c in judged:
+        family.setdefault(tuple(getattr(c, f) for f in IMPLEMENTATION), []).append(c)
+
+    def agreed(c: Change) -> bool:
+        others = [o for o in family[tuple(getattr(c, f) for f in IMPLEMENTATION)] if o is not c]
+        others = [o for o in others if o.threads == c.threads] or others
+        return bool(others) and 2 * sum(beats[id(o)] for o in others) >= len(others)
+
+    risen = [c for c in judged if beats[id(c)]]
+    slow = sorted((c for c in risen if agreed(c)), key=lambda c: -c.pct)
+    unjudged: dict[str, int] = {}
+    for c in cells:
+        if not c.judged:
+            unjudged[c.unjudged] = unjudged.get(c.unjudged, 0) + 1
+    noises = {c.noise.group: c.noise.describe() for c in judged if c.noise is not None}
+    return Decision(tuple(slow), tuple(c for c in risen if not agreed(c)), len(judged),
+                    sum(c.new_s > (1 + pct / 100) * c.base_s and not beats[id(c)] for c in judged),
+                    unjudged, tuple(v for _, v in sorted(noises.items())))
+
+
 def slower(cells: list[Change], pct: float) -> list[Change]:
     """The cells the gate fails on, worst first."""
-    check_pct(pct)
-    return sorted((c for c in cells if c.slower_than(pct)), key=lambda c: -c.pct)
+    return list(decide(cells, pct).slower)
 
 
 def as_frame(cells: list[Change]) -> pd.DataFrame:

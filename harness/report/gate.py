@@ -1,44 +1,39 @@
-"""Is a cell slower than in the base run? A rank test on the raw rounds and a ratio, as asv does.
+"""Is a cell slower than in the base run? A ratio beyond the runs' own noise, a rank test on the
+raw rounds (as asv does), and the implementation's other cells agreeing.
 
-Two medians alone fail the same code: on a shared machine a median moves by
-10% between runs minutes apart. asv calls two results different only when a
-Mann-Whitney U test on their samples says so *and* their ratio passes its
-factor; pyperf runs a t-test on its values. Here each cell keeps up to 64 of
-its timed rounds in the journal (`samples_s`), and a cell is slower when
+Two medians alone fail the same code: on a shared machine a median moves by 10-20%
+between runs minutes apart, and a rank test on each run's rounds agrees with every such
+shift (it sees only the rounds of one run's moment). asv calls two results different only
+when a Mann-Whitney U test on their samples says so *and* their ratio passes its factor.
+Here each cell keeps up to 64 of its timed rounds in the journal (`samples_s`), and a cell
+is slower when
 
-    median_new / median_base > bar   and   U-test p (new > base) < ALPHA
-    and at least half its series (its implementation's sizes) reach the bar
+    new / base > bar = max(1 + pct / 100, what the noise explains)   (harness.report.noise)
+    and the one-sided U test gives p (new > base) < alpha(rounds)
+    and at least half of its implementation's other judged cells of that dtype beat
+    their own bars too (compare.decide)
 
-where bar = max(1 + pct / 100, what the noise between the runs explains:
-harness.report.noise), and a cell with too few rounds for p to reach ALPHA needs
-every new round above every base round (p at its floor). The series rule is there
-because single cells of unchanged code move alone: beside one busy core at load 4,
-six of 60 one-thread cells moved 1.3-1.56x while their group's spread was 0.02, each
-alone in its series; a slowdown of the code moves its series. Its price: a slowdown
-at fewer than half of an implementation's sizes is not called. A run recorded
-before raw rounds were kept falls back to the old rule: the rise must exceed the
-two IQRs added.
+A cell that beats its bar alone is a *lone rise*, named and not failed: beside one busy
+core at load 4, six of 60 one-thread cells of unchanged code moved 1.3-1.56x while their
+group's spread was 0.02, each alone; a slowdown of the code moves its implementation's
+cells together. The price: a slowdown at fewer than half of an implementation's sizes, or
+of an implementation timed at one size alone, is named but does not fail. A run recorded
+before raw rounds were kept falls back to the old rule for the test: the rise must exceed
+the two IQRs added.
 
-Which cells of the new run are left out: those flagged `load` (other processes took
-the cores its threads needed: a 2-thread cell beside one busy core of two waits at every
-barrier, 10-40x its time) or `clock` (its worker's timer disagreed with the wall clock:
-its rounds are not measurements). A cell timed beside other processes' load while its own
-cores were free is judged, but only beyond the noise between the two runs
-(harness.report.noise): two `--quick` runs of the same code under one busy core timed such
-cells up to 1.58x apart, rank tests agreeing, and a gate on medians alone failed 37 cells
-of unchanged code. Where a group has too few cells to measure that noise, a cell timed
-while others kept more than BUSY_FOR_GATE of a core busy is not judged; nor is any cell of
-a device and thread count whose cells the new run timed, in the median, beside more busy
-cores than their threads left free (by noise.STORM_EXCESS): under load 4-5 the one-thread cells
-left unflagged moved up to 3.6x with the same code (timed in a lull of a load that came
-and went, or not), where one busy core alone moved them up to 1.56x. Load only ever
-makes a time longer, so a base run's flags cannot make the same code look slower (they
-can hide a slowdown, never invent one) and do not leave a cell out; nor does a `threads`
-flag, which the change may have caused (an all-core path that became 5x slower is
-exactly that).
+Not judged: cells the new run flagged `load` (other processes took the cores its threads
+needed: a 2-thread cell beside one busy core of two waits at every barrier, 10-40x its
+time) or `clock` (its worker's timer disagreed with the wall clock); every CPU cell of a
+thread count whose median cell the new run timed beside more busy cores than its threads
+left free, by more than noise.STORM_EXCESS (under load 4-5 one-thread cells left
+unflagged moved up to 3.6x with the same code); and cells whose group has too few other
+cells to measure the noise. Load only ever makes a time longer, so a base run's flags
+cannot make the same code look slower (they can hide a slowdown, never invent one) and
+do not leave a cell out; nor does a `threads` flag, which the change may have caused (an
+all-core path that became 5x slower is exactly that).
 
-Two runs measured on different machines (CPU model, cores, GPU) are refused by
-the gate; different thread counts are named (cells pair by thread count).
+Two runs measured on different machines (CPU model, cores, GPU) are refused by the gate;
+different thread counts are named (cells pair by thread count).
 """
 
 from __future__ import annotations
@@ -50,6 +45,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from harness.report import noise
 from harness.runs import flags as flag_rules
 
 #: Significance of the one-sided rank test.
@@ -58,9 +54,10 @@ ALPHA = 0.01
 SAME_MACHINE = ("cpu_model", "cores_logical", "gpu")
 TEST = "Mann-Whitney U on the raw rounds"
 FALLBACK = "medians and IQRs (no raw rounds recorded)"
-UNMEASURED = "not judged: timed under load, too few cells to measure the noise between the runs"
-STORM = ("not judged: the new run timed its thread count beside more busy cores than its "
-         "threads left free (harness.report.noise.STORM_EXCESS)")
+UNMEASURED = ("too few other cells at its thread count and size regime to measure the noise "
+              f"between the runs (fewer than {noise.MIN_CELLS})")
+STORM = ("timed under load: the new run's median cell at its thread count had "
+         f"{noise.STORM_EXCESS:g}+ more cores busy with other processes than its threads left free")
 
 
 @dataclass(frozen=True)
@@ -73,13 +70,10 @@ class Verdict:
 
 
 def judge(base_s: float, new_s: float, spread_s: float, base_rounds: Sequence[float],
-          new_rounds: Sequence[float], pct: float, allowed: float = 1.0,
-          series: float = math.nan) -> Verdict:
-    """The gate's decision for one cell timed ok in both runs: slower by more than `pct` % and
-    than the `allowed` ratio the noise between the runs explains, and so is its `series` (the
-    ratio half of its implementation's sizes reach, when known), the rank test agreeing."""
-    bar = max(1 + pct / 100.0, allowed)
-    rises = new_s > bar * base_s and not series <= bar
+          new_rounds: Sequence[float], pct: float, allowed: float = 1.0) -> Verdict:
+    """Whether one cell timed ok in both runs beats its bar: slower by more than `pct` % and
+    than the `allowed` ratio the noise between the runs explains, the rank test agreeing."""
+    rises = new_s > max(1 + pct / 100.0, allowed) * base_s
     if len(base_rounds) < 2 or len(new_rounds) < 2:
         return Verdict(rises and new_s - base_s > spread_s, math.nan, FALLBACK)
     p = p_slower(base_rounds, new_rounds)
@@ -100,11 +94,6 @@ def alpha(n_base: int, n_new: int) -> float:
     """ALPHA, or the smallest p the exact test can give with this few rounds (every new round
     slower than every base round), when that is larger."""
     return max(ALPHA, 1.0 / math.comb(n_base + n_new, n_new))
-
-
-#: Cores other processes kept busy while a cell of the new run was timed beyond which the gate
-#: does not judge it where the noise between the runs could not be measured (see above).
-BUSY_FOR_GATE = 0.5
 
 
 def left_out(new: pd.DataFrame) -> pd.Series:

@@ -9,26 +9,28 @@ minutes at a time), and two `--quick` runs under load 4 by 0.2-0.3; the rank tes
 with every such shift, and a gate at 10% failed dozens of cells of unchanged code.
 
 So the gate measures the noise between the two runs it judges, from the runs themselves:
-every cell timed ok in both (roofs included: harness code the change under test does not
-touch), grouped by device, thread count and size regime (cache-resident and
-bandwidth-bound cells drift differently). A group's drift is the median log ratio, its
-spread 1.4826 x MAD: both robust to a minority of cells the change did move. A cell is
-then called slower only beyond what the noise explains:
+the cells timed ok in both (roofs included: harness code the change under test does not
+touch) of one device, thread count and size regime (cache-resident and bandwidth-bound
+cells drift differently): its roofs where it has MIN_CELLS of them, else its cells without
+the implementation being judged (either way, a slowdown of the implementations that are
+much of a group cannot read as the machine's drift). The drift is their median log
+ratio, the spread 1.4826 x MAD; a cell is then slower only beyond
 
-    new / base > exp(max(drift, 0) + z * spread)
+    new / base > exp(max(drift, 0) + t * spread * sqrt(1 + 1/n))
 
-with z the normal quantile that keeps the chance of failing unchanged code under
-FAMILY_ALPHA over all the cells judged (Bonferroni). A machine that was faster in the new
-run earns no credit (a negative drift is not subtracted); one that was slower excuses
-that much. The price is honest: under heavy load only large slowdowns are caught, and the
-gate prints how large.
+a prediction bound for one more cell of a group of n: Student's t with n - 1 degrees of
+freedom at the level that keeps the chance of failing unchanged code under FAMILY_ALPHA
+over all the cells judged (Bonferroni). A machine that was faster in the new run earns no
+credit; one that was slower excuses that much. A group of fewer than MIN_CELLS other cells
+measures nothing, and its cells are not judged. The price is honest: under heavy load, or
+on this VM's two bandwidth levels, only large slowdowns are caught, and the gate says how
+large.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from statistics import NormalDist
+from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 import numpy as np
@@ -38,12 +40,11 @@ from harness.report.recommend import regime_of
 
 #: Chance, over all cells judged, that unchanged code fails the gate by noise alone.
 FAMILY_ALPHA = 0.01
-#: Fewest cells a group needs for its drift and spread to be measured (else its thread
-#: count's, else none: see harness.report.gate.left_out).
+#: Fewest cells (of other implementations and roofs) a group needs for its noise to be measured.
 MIN_CELLS = 8
-#: Busy cores beyond those its threads leave free that the median cell of a device and thread
-#: count may have been timed beside before none of them is judged (harness.report.gate): one
-#: busy core of two leaves a one-thread cell about 0.0-0.1; under load 4, 0.4-0.6.
+#: Busy cores beyond those its threads leave free that the median CPU cell of a thread count may
+#: have been timed beside before none of them is judged (harness.report.gate): one busy core of
+#: two leaves a one-thread cell about 0.0-0.1; under load 4, 0.4-0.6.
 STORM_EXCESS = 0.25
 #: MAD to the standard deviation of a normal distribution.
 MAD_TO_SIGMA = 1.4826
@@ -51,23 +52,23 @@ MAD_TO_SIGMA = 1.4826
 
 @dataclass(frozen=True)
 class Noise:
-    """Drift and spread of log(new/base) over one group of cells, and how many cells the gate
-    judges in all (which sets z)."""
+    """Drift and spread of log(new/base) over one group's cells, and the size of the family of
+    cells the gate judges (which sets the level)."""
 
     group: str
     cells: int
     drift: float
     spread: float
-    judged: int
-
-    @property
-    def z(self) -> float:
-        return NormalDist().inv_cdf(1.0 - FAMILY_ALPHA / max(self.judged, 1))
+    family: int
 
     @property
     def allowed(self) -> float:
-        """The ratio new/base the noise between the runs explains in this group."""
-        return math.exp(max(self.drift, 0.0) + self.z * self.spread)
+        """The ratio new/base the noise between the runs explains for one more cell."""
+        from scipy.stats import t
+
+        quantile = float(t.ppf(1.0 - FAMILY_ALPHA / max(self.family, 1), self.cells - 1))
+        return math.exp(max(self.drift, 0.0)
+                        + quantile * self.spread * math.sqrt(1.0 + 1.0 / self.cells))
 
     def describe(self) -> str:
         return (f"{self.group}: {self.cells} cells moved by x{math.exp(self.drift):.2f} "
@@ -75,56 +76,61 @@ class Noise:
                 f"{self.allowed:.2f}x")
 
 
-def group_of(device: str, threads: int, elements: int) -> tuple[str, str]:
-    """(the regime's group, the thread count's group) a cell's noise is measured in."""
-    where = f"{device} {threads} thread{'s' if threads != 1 else ''}"
-    return f"{where}, {regime_of(elements).name}", where
+def thread_group(device: str, threads: int) -> str:
+    return f"{device} {threads} thread{'s' if threads != 1 else ''}"
 
 
-@dataclass(frozen=True)
+def group_of(device: str, threads: int, elements: int) -> str:
+    """The group a cell's noise is measured in: its device, thread count and size regime."""
+    return f"{thread_group(device, threads)}, {regime_of(elements).name}"
+
+
+@dataclass
 class Between:
-    """The noise of every group two runs share enough cells in."""
+    """The noise between two runs, per group, measured for each implementation without its own
+    cells; and per CPU thread count the new run's median busy cores beyond the free ones."""
 
-    groups: Mapping[str, Noise]
-    #: by the thread count's group: the median cores other processes kept busy beyond those
-    #: the cells' threads left free, in the new run
+    #: group, impl, is_roof and log_ratio of every cell timed ok in both runs, not left out
+    kept: pd.DataFrame
+    family: int
     excess: Mapping[str, float]
+    _found: dict[tuple[str, str], Optional[Noise]] = field(default_factory=dict, repr=False)
+
+    def of(self, group: str, impl: str) -> Optional[Noise]:
+        """The group's noise from its roofs where it has MIN_CELLS of them (the controls: code
+        the change under test does not touch, so a change to every implementation of a backend
+        cannot read as drift), else from its cells without `impl`'s; None with fewer."""
+        key = (group, impl)
+        if key not in self._found:
+            rows = self.kept[self.kept["group"] == group]
+            roofs = rows[rows["is_roof"]]
+            rows = roofs if len(roofs) >= MIN_CELLS else rows[rows["impl"] != impl]
+            self._found[key] = (measure(group, rows["log_ratio"].to_numpy(float), self.family)
+                                if len(rows) >= MIN_CELLS else None)
+        return self._found[key]
 
     def storm(self, device: str, threads: int) -> float:
-        """The median busy cores beyond the free ones at this device and thread count."""
-        return self.excess.get(group_of(device, threads, 0)[1], 0.0)
-
-    def of(self, device: str, threads: int, elements: int) -> Optional[Noise]:
-        """The noise of the cell's regime group, else of its thread count, else None."""
-        fine, coarse = group_of(device, threads, elements)
-        return self.groups.get(fine) or self.groups.get(coarse)
-
-    def describe(self) -> list[str]:
-        return [n.describe() for n in self.groups.values()]
+        """The new run's median busy cores beyond the free ones at this CPU thread count."""
+        return self.excess.get(thread_group(device, threads), 0.0) if device == "cpu" else 0.0
 
 
-def between(both: pd.DataFrame, judged: int) -> Between:
-    """The noise of each group of `both` (columns device, threads, elements, log_ratio,
-    left_out, and the new run's others_busy and cores: every cell timed ok in both runs) with
-    at least MIN_CELLS cells not left out; `judged` is how many cells the gate decides on."""
-    if both.empty:
-        return Between({}, {})
-    fine, coarse = (list(names) for names in zip(*(
-        group_of(r.device, int(r.threads), int(r.elements)) for r in both.itertuples())))
-    kept = ~both["left_out"].to_numpy(bool)
-    groups: dict[str, Noise] = {}
-    for names in (fine, coarse):
-        for name, rows in both[kept].groupby(np.asarray(names)[kept], sort=True):
-            if len(rows) >= MIN_CELLS:
-                groups[name] = measure(name, rows["log_ratio"].to_numpy(float), judged)
+def between(both: pd.DataFrame, family: int) -> Between:
+    """The noise between two runs from `both` (columns impl, device, threads, elements,
+    log_ratio, left_out, and the new run's others_busy and cores: every cell timed ok in both);
+    `family` is how many cells the gate judges."""
+    both = both[np.isfinite(both["log_ratio"])]
+    groups = [group_of(r.device, int(r.threads), int(r.elements)) for r in both.itertuples()]
+    kept = both.assign(group=groups)[~both["left_out"].astype(bool)]
+    kept = kept[["group", "impl", "is_roof", "log_ratio"]].astype({"is_roof": bool})
     excess = (pd.to_numeric(both["others_busy"], errors="coerce")
               - (pd.to_numeric(both["cores"], errors="coerce") - both["threads"]).clip(lower=0))
-    median = excess.groupby(coarse).median()
-    return Between(groups, {str(k): float(v) for k, v in median.items() if np.isfinite(v)})
+    by_threads = [thread_group(r.device, int(r.threads)) for r in both.itertuples()]
+    median = excess.groupby(by_threads).median() if len(both) else pd.Series(dtype=float)
+    return Between(kept, family, {str(k): float(v) for k, v in median.items() if np.isfinite(v)})
 
 
-def measure(group: str, log_ratios: np.ndarray, judged: int) -> Noise:
+def measure(group: str, log_ratios: np.ndarray, family: int) -> Noise:
     """Median and 1.4826 x MAD of one group's log ratios."""
     drift = float(np.median(log_ratios))
     spread = MAD_TO_SIGMA * float(np.median(np.abs(log_ratios - drift)))
-    return Noise(group, len(log_ratios), drift, spread, judged)
+    return Noise(group, len(log_ratios), drift, spread, family)

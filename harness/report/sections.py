@@ -12,7 +12,7 @@ from typing import Callable, Mapping, Sequence
 import pandas as pd
 
 from harness.core.kinds.table.cases import LONG_POSITIONS
-from harness.report import fmt, gate, markdown, pivots
+from harness.report import fmt, markdown, pivots
 from harness.report.compare import Change, as_frame
 from harness.report.frontier import REFERENCE, Tradeoff
 from harness.report.load import Run
@@ -137,10 +137,12 @@ def change(cells: Sequence[Change], base: Run, of: str = "") -> str:
              f"{_cells(len(cells))} in both runs: {worse} slower and {better} faster beyond the "
              f"spread; median change {fmt.pct(frame['pct'].median())}. `report --fail-slower PCT` "
              "fails on a cell when its median rose by more than PCT % and by more than the "
-             "noise between the two runs explains (how far cells of the same size and thread "
-             "count drifted apart as a group) and a one-sided Mann-Whitney U test on the two "
-             f"runs' timed rounds finds the rise significant (p < {gate.ALPHA:g}); cells "
-             "flagged for load are not judged.")
+             "noise between the two runs explains (how far the roofs, or the other cells, of "
+             "its thread count and size regime drifted apart), at least half of its "
+             "implementation's other cells agree, and a one-sided Mann-Whitney U test on the two "
+             "runs' timed rounds finds the rise significant; a rise alone is named, not failed; "
+             "cells timed under load, or with too few others to measure the noise, are not "
+             "judged (harness/report/gate.py; the gate prints what it judged and why).")
     blocks = [head, intro]
     for (name, dtype, threads), group in frame.groupby(["workload", "dtype", "threads"]):
         blocks += [markdown.heading(3, f"`{name}`, {dtype}, {fmt.threads(threads)}"),

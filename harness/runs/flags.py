@@ -55,8 +55,8 @@ def load_flag(row: Mapping[str, Any]) -> str:
         free = max(cores - threads, 0)
         if others > free + LOAD_MARGIN:
             used = f"{threads:g} thread" + ("" if threads == 1 else "s")
-            return (f"load: {others:.2g} cores busy with other processes ({cores:g} cores, "
-                    f"{used}, > {free + LOAD_MARGIN:g})")
+            return (f"load: {_cores(f'{others:.2g}')} busy with other processes "
+                    f"({_cores(f'{cores:g}')}, {used}, > {free + LOAD_MARGIN:g})")
         return ""
     loads = [v for v in (_number(row.get("load_before")), _number(row.get("load_after")))
              if v is not None]
@@ -254,6 +254,10 @@ def _sibling_keys(frame: pd.DataFrame) -> pd.Series:
     parts = [frame[k].fillna("").astype(str) if k in frame.columns
              else pd.Series("", index=frame.index) for k in SIBLING]
     return pd.Series(list(zip(*parts)), index=frame.index)
+
+
+def _cores(count: str) -> str:
+    return f"{count} core" + ("" if count == "1" else "s")
 
 
 def _number(value: Any) -> Optional[float]:
