@@ -115,7 +115,7 @@ def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
         elements=lambda f: f["length"] * f["d_model"],
         log_ratio=lambda f: np.log(f["median_s_new"] / f["median_s_base"]))
     cells = both[~both["is_roof"] & ~both["left_out"]]
-    noises = noise.between(both, family=len(cells))
+    noises = noise.between(both, family=len(cells.groupby(list(IMPLEMENTATION))))
     return [Change(r.workload, r.impl, r.device, int(r.length), int(r.d_model), r.dtype,
                    int(r.threads), int(r.batch), float(r.median_s_base), float(r.median_s_new),
                    float(r.iqr_s_base), float(r.iqr_s_new), int(r.heads),

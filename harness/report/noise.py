@@ -20,7 +20,9 @@ ratio, the spread 1.4826 x MAD; a cell is then slower only beyond
 
 a prediction bound for one more cell of a group of n: Student's t with n - 1 degrees of
 freedom at the level that keeps the chance of failing unchanged code under FAMILY_ALPHA
-over all the cells judged (Bonferroni). A machine that was faster in the new run earns no
+over all the implementations judged (Bonferroni; an implementation fails only when most of
+its cells beat their bars, harness.report.compare.decide, so per implementation the chance
+is at most a cell's). A machine that was faster in the new run earns no
 credit; one that was slower excuses that much. A group of fewer than MIN_CELLS other cells
 measures nothing, and its cells are not judged. The price is honest: under heavy load, or
 on this VM's two bandwidth levels, only large slowdowns are caught, and the gate says how
@@ -38,7 +40,7 @@ import pandas as pd
 
 from harness.report.recommend import regime_of
 
-#: Chance, over all cells judged, that unchanged code fails the gate by noise alone.
+#: Chance, over all implementations judged, that unchanged code fails the gate by noise alone.
 FAMILY_ALPHA = 0.01
 #: Fewest cells (of other implementations and roofs) a group needs for its noise to be measured.
 MIN_CELLS = 8
@@ -53,7 +55,7 @@ MAD_TO_SIGMA = 1.4826
 @dataclass(frozen=True)
 class Noise:
     """Drift and spread of log(new/base) over one group's cells, and the size of the family of
-    cells the gate judges (which sets the level)."""
+    implementations the gate judges (which sets the level)."""
 
     group: str
     cells: int
@@ -117,7 +119,7 @@ class Between:
 def between(both: pd.DataFrame, family: int) -> Between:
     """The noise between two runs from `both` (columns impl, device, threads, elements,
     log_ratio, left_out, and the new run's others_busy and cores: every cell timed ok in both);
-    `family` is how many cells the gate judges."""
+    `family` is how many implementations (in a dtype) the gate judges."""
     both = both[np.isfinite(both["log_ratio"])]
     groups = [group_of(r.device, int(r.threads), int(r.elements)) for r in both.itertuples()]
     kept = both.assign(group=groups)[~both["left_out"].astype(bool)]
