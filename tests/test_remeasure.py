@@ -118,16 +118,16 @@ def test_a_batch_of_retries_takes_only_the_cells_that_fit_their_time_left():
 
 def test_a_batch_is_sized_at_the_retries_own_seconds_per_cell_where_slower():
     """A batch starts its workers afresh, so retries cost more a cell than the sweep did: after
-    one of 30 s a cell, a sweep of 20 s a cell leaves room for two of them, not three."""
+    one of 10 s a cell, a sweep of 5 s a cell leaves room for half as many."""
     now = [0.0]
     retries = Retries(1000, clock=lambda: now[0])
-    flagged = [cell(64 * (i + 1), 64) for i in range(50)]
+    flagged = [cell(64 * (i + 1), 64) for i in range(200)]
     for c in flagged:
         retries.seen(busy_row(c), c, group=0)
-    now[0] = 1000.0                                   # 20 s a measured cell
-    retries.timed(30.0, cells=1)
-    left = max(remeasure.MIN_SECONDS, remeasure.SHARE_OF_TIME * (1000.0 - 30.0)) - 30.0
-    assert len(retries.due(1)) == int(left / 30.0) < int(left / 20.0)
+    now[0] = 1000.0                                   # 5 s a measured cell
+    retries.timed(10.0, cells=1)
+    left = max(remeasure.MIN_SECONDS, remeasure.SHARE_OF_TIME * (1000.0 - 10.0)) - 10.0
+    assert 1 < len(retries.due(1)) == int(left / 10.0) < int(left / 5.0)
 
 
 def test_interleave_takes_turns_between_implementations():

@@ -59,7 +59,7 @@ from harness.util.exitcodes import UsageError
 RUNNER_UP = 1.5
 #: Rounds per output at least (each contender one round per round), and timed seconds at least;
 #: rounds of first calls (each a fresh build, untimed but not free).
-ROUNDS, MIN_S, FIRST_ROUNDS = 10, 0.2, 6
+ROUNDS, MIN_S, FIRST_ROUNDS = 8, 0.2, 4
 #: The outputs not begun after this many seconds of the step are skipped (a loaded machine
 #: makes every two-thread round ten times slower, and those are flagged anyway).
 BUDGET_S = 120.0
