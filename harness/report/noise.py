@@ -2,8 +2,8 @@
 
 A rank test on one cell's rounds says whether its two samples differ; it cannot say
 whether they differ because of the code or because the machine was in another state
-when each run timed it. On this 2-core VM both are large: two quiet default runs moved
-their cells apart with a robust spread (1.4826 x MAD of log(new/base)) of 0.11 at one
+when each run timed it. On this 2-core VM both are large: two quiet default runs (of
+nearby commits, most cells' code unchanged) moved their cells apart with a robust spread (1.4826 x MAD of log(new/base)) of 0.11 at one
 thread and 0.21-0.23 at two (write bandwidth switches between about 20 and 36 GB/s for
 minutes at a time), and two `--quick` runs under load 4 by 0.2-0.3; the rank tests agreed
 with every such shift, and a gate at 10% failed dozens of cells of unchanged code.
