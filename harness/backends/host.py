@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +91,24 @@ def resident_peak(fn: Call) -> tuple[int, str]:
     if can_reset_peak():
         return _rss_peak(fn), "rss-peak"
     return _rss_delta(fn), "rss-delta"
+
+
+def host_tensor(arr: np.ndarray, dtype: str) -> Any:
+    """A torch CPU tensor over a NumPy array: floats in `dtype` (bfloat16 as the bits torch's
+    rounding gives, in an int16 array viewed as bfloat16), integers int64.
+
+    NumPy asks for huge pages on large arrays, torch's allocator does not: the same in-place
+    bfloat16 rotary apply at 2 threads read 1.44-1.65x its roof on inputs in torch's 4 KiB
+    pages and 0.88-0.89x on the same values in NumPy's (paired, load 3.5)."""
+    import torch
+
+    if arr.dtype.kind != "f":
+        return torch.from_numpy(np.array(arr, dtype=np.int64))
+    if dtype != "bfloat16":
+        return torch.from_numpy(np.array(arr, dtype=dtype))
+    held = torch.from_numpy(np.empty(arr.shape, np.int16)).view(torch.bfloat16)
+    held.copy_(torch.from_numpy(np.array(arr)))   # torch's rounding, to nearest even
+    return held
 
 
 def host_input(arr: np.ndarray, dtype: str, device: str) -> np.ndarray:

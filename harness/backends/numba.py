@@ -5,7 +5,7 @@ from typing import Any
 import numpy as np
 
 from harness.backends.base import Backend
-from harness.backends.host import host_input, tracemalloc_peak
+from harness.backends.host import host_input, host_tensor, tracemalloc_peak
 
 
 def pin_threads(threads: int) -> str:
@@ -17,22 +17,14 @@ def pin_threads(threads: int) -> str:
 
 def inputs(arr: np.ndarray, dtype: str, device: str) -> Any:
     """NumPy copies, as a host backend's; bfloat16 floats, which NumPy cannot hold, as a torch
-    bfloat16 tensor (what its bfloat16 kernels return too) over NumPy's memory, float32 values
-    without torch.
-
-    NumPy asks for huge pages on large arrays, torch's allocator does not: the same in-place
-    bfloat16 rotary apply at 2 threads read 1.44-1.65x its roof on inputs in torch's 4 KiB
-    pages and 0.88-0.89x on the same values in NumPy's (paired, load 3.5); float16 inputs,
-    NumPy arrays, had always been at the roof."""
+    bfloat16 tensor over NumPy's memory (what its bfloat16 kernels return too;
+    harness.backends.host.host_tensor), float32 values without torch."""
     if dtype == "bfloat16" and arr.dtype.kind == "f":
         try:
-            import torch
+            import torch  # noqa: F401
         except ImportError:
             return host_input(arr, dtype, device)
-        bits = np.empty(arr.shape, np.int16)
-        held = torch.from_numpy(bits).view(torch.bfloat16)
-        held.copy_(torch.from_numpy(np.array(arr, dtype=np.float32)))   # rounded to nearest even
-        return held
+        return host_tensor(arr, dtype)
     return host_input(arr, dtype, device)
 
 
