@@ -93,10 +93,12 @@ def busy_core():
 def gate_run(out, slowdown: float = 1.0):
     """bt-gate (0.4 ms a call x `slowdown`) and the NumPy tables of libraries (whose cells, with
     the roofs, measure the noise between the runs) at six sizes, one thread: cells of 10 us and
-    less moved 2x between two runs beside a busy core, two sizes of one implementation together."""
+    less moved 2x between two runs beside a busy core, two sizes of one implementation together.
+    `--full`: nothing left out as far behind, so bt-gate is timed at every size (an
+    implementation timed at one size alone can only be a lone rise: harness.report.gate)."""
     proc, run_dir = bench(out, "--plugin", str(PLUGINS / "timed.py"), "--only", "bt-gate",
                           "--only", "lib-*", "--lengths", "256,1024,4096", "--d-models", "64,256",
-                          "--max-time", "0.05", env={"BT_SLOWDOWN": str(slowdown)})
+                          "--max-time", "0.05", "--full", env={"BT_SLOWDOWN": str(slowdown)})
     assert proc.returncode == 0, proc.stderr
     return run_dir
 
