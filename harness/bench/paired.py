@@ -9,7 +9,8 @@ convention, the one the report recommends in), the fastest implementation that p
 (and a runner-up within RUNNER_UP of it, which the sweep's noise may have ranked second) and
 the two fastest roofs of the bound that binds there (harness.runs.results), and times them
 together in one worker process, a round each in turn (harness.bench.pairing); first calls the
-same way, against allocate-and-fill roofs. Each ratio is the median over rounds of the
+same way, against allocate-and-fill roofs, every side's output in new memory
+(harness.bench.fresh_memory). Each ratio is the median over rounds of the
 implementation's time over the fastest roof's in the same round. `paired.csv`
 (harness.runs.paired) holds one row per implementation and measure, rewritten after each
 output (an interrupted run keeps what it finished); the report's roof table reads it.
@@ -58,11 +59,15 @@ from harness.util.exitcodes import UsageError
 #: The runner-up is timed too when the sweep had it within this factor of the fastest.
 RUNNER_UP = 1.5
 #: Rounds per output at least (each contender one round per round), and timed seconds at least;
-#: rounds of first calls (each a fresh build, untimed but not free).
-ROUNDS, MIN_S, FIRST_ROUNDS = 8, 0.2, 4
+#: rounds of first calls (each a fresh build, untimed but not free: two rotations of four
+#: contenders; four rounds' median, of first calls spread 2-5x by the load, moved by 2x
+#: between two runs of the step).
+ROUNDS, MIN_S, FIRST_ROUNDS = 8, 0.2, 8
 #: The outputs not begun after this many seconds of the step are skipped (a loaded machine
-#: makes every two-thread round ten times slower, and those are flagged anyway).
-BUDGET_S = 120.0
+#: makes every two-thread round ten times slower, and those are flagged anyway). The default
+#: sweep's 20 outputs took 81-82 s at load 2-3 (first calls in 4 rounds or 8), 120 s with the
+#: last six left out at load 4.
+BUDGET_S = 180.0
 OUTPUT_TIMEOUT_S = 120.0
 #: The implementation's flags that bar it: its timings or its values could not be trusted.
 BARRED = ("clock", "implausible", "inputs")

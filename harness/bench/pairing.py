@@ -9,7 +9,8 @@ so each round of the pick has a round of every roof within milliseconds of it; t
 (harness.bench.paired) takes the ratio round by round. A short pause between contenders lets
 the previous one's thread pool go to sleep before the next one's threads start. A first call
 is paired the same way (`first_call`): each round builds its contender afresh, untimed, and
-times its first call, which allocates its output.
+times its first call, which allocates its output: every contender's into new memory, drawn
+from pages in use a moment before (harness.bench.fresh_memory).
 
 This module is the worker (`python -m harness.bench.pairing CONFIG`): it reads the contenders
 from CONFIG, writes a line once its implementations are loaded, then one JSON line per output
@@ -175,8 +176,9 @@ def contender(cell_data: dict[str, Any]) -> Contender:
 def first_call(cell_data: dict[str, Any]) -> Contender:
     """A contender whose every round is a first call: built afresh before it (untimed; the
     inputs converted once), so the call allocates its output (JIT compiled once, by the first
-    build's call). Its result is checked once."""
-    from harness.bench import validity
+    build's call), then `fresh_memory.prime`d with the output's bytes, so that no contender
+    draws pages the VM's host took back. Its result is checked once."""
+    from harness.bench import fresh_memory, validity
 
     builder = Builder(cell_data)
     holder = [builder.build()[0]]
@@ -186,6 +188,7 @@ def first_call(cell_data: dict[str, Any]) -> Contender:
 
     def rebuild() -> None:
         holder[0] = builder.build()[0]
+        fresh_memory.prime(builder.cell.bytes_out)
 
     return Contender(builder.cell.impl, lambda: holder[0](), rebuild, once=True)
 
@@ -193,10 +196,11 @@ def first_call(cell_data: dict[str, Any]) -> Contender:
 def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None:
     """Each output of `config["outputs"]`: build its contenders, time them, `write` a line."""
     from harness import implementations
-    from harness.bench import contention, threads
+    from harness.bench import contention, fresh_memory, threads
     from harness.bench.measure import error_reason
 
     implementations(config.get("plugins", []))
+    fresh_memory.warmed()               # every output's steady rounds: the same allocator
     write({"ready": True})              # the judge's clock starts here, after the imports
     pinned: set[str] = set()
     began = _clock()
@@ -217,8 +221,9 @@ def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None
             line["rounds_s"] = interleaved(built, int(config["rounds"]), float(config["min_s"]))
             if output.get("first"):
                 del built
-                firsts = [first_call(cell) for cell in output["first"]]
-                line["first_s"] = interleaved(firsts, int(config["first_rounds"]))
+                with fresh_memory.fresh_mappings():
+                    firsts = [first_call(cell) for cell in output["first"]]
+                    line["first_s"] = interleaved(firsts, int(config["first_rounds"]))
             line.update(status="ok", **contention.columns(before, contention.sample()))
         except Exception as exc:           # the judge records it; the other outputs go on
             line.update(status="error", reason=error_reason("roofs", exc))
