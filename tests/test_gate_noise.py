@@ -20,18 +20,19 @@ ROOFS = ["roof-fill", "roof-stream"]
 
 
 def run(moved: dict[tuple[str, int], float], others: float = 1.0, flagged: set = frozenset(),
-        slowdown: dict[str, float] | None = None, threads: int = 1) -> pd.DataFrame:
+        slowdown: dict[str, float] | None = None, threads: int = 1,
+        ran: float = math.nan) -> pd.DataFrame:
     """Four implementations and two roofs at six small sizes, each cell 1 us x its size factor x
     `moved[(impl, size index)]` (the machine's doing) x `slowdown[impl]` (the code's), with 16
-    rounds spread 1% around the median, timed beside `others` busy cores; cells of `flagged`
-    implementations are flagged for load."""
+    rounds spread 1% around the median, timed beside `others` busy cores with `ran` of the
+    worker's threads running; cells of `flagged` implementations are flagged for load."""
     rows = []
     for impl in IMPLS + ROOFS:
         for i, (length, d_model) in enumerate(SIZES):
             t = 1e-6 * (1 + i) * moved.get((impl, i), 1.0) * (slowdown or {}).get(impl, 1.0)
             row = ok(cell(impl, threads, length, d_model, is_roof=impl.startswith("roof")), t,
                      others=2.0 if impl in flagged else others)
-            rows.append(row)
+            rows.append({**row, "threads_ran": ran})
     df = frame(rows)
     df["samples_s"] = [tuple(m * (1 + 0.01 * k / 16) for k in range(-8, 8)) for m in df["median_s"]]
     return df
@@ -99,14 +100,27 @@ def test_the_noise_is_measured_per_group_and_said():
     assert lines[0] == "judged 24 cell(s) against the noise between the runs"
     assert sum("noise between the runs, cpu 1 thread, small: 12 cells" in line for line in lines) == 1
     from scipy.stats import t
-    n = noise.measure("g", np.log([1.0, 1.1, 0.9, 1.2, 1.0]), family=100)
+    n = noise.measure("g", np.log([1.0, 1.1, 0.9, 1.2, 1.0]), level=1e-3)
     assert n.drift == pytest.approx(0.0) and n.spread == pytest.approx(1.4826 * math.log(1.1), rel=0.2)
-    assert n.allowed == pytest.approx(math.exp(t.ppf(1 - 0.01 / 100, 4) * n.spread * math.sqrt(1.2)))
+    assert n.allowed == pytest.approx(math.exp(t.ppf(1 - 1e-3, 4) * n.spread * math.sqrt(1.2)))
+
+
+def test_the_level_per_cell_keeps_unchanged_code_failing_at_the_family_alpha():
+    """An implementation fails only with two cells over their bars, so the level per cell is
+    where sum P(Binomial(k, p) >= 2) is FAMILY_ALPHA: 70 implementations of 3 cells give
+    about 0.007 per cell (Bonferroni for one cell would give 0.01 / 70)."""
+    from scipy.stats import binom
+    p = noise.cell_level([3] * 70)
+    assert sum(binom.sf(1, 3, p) for _ in range(70)) == pytest.approx(noise.FAMILY_ALPHA)
+    assert 0.005 < p < 0.01
+    assert noise.cell_level([3] * 70 + [1] * 50) == pytest.approx(p)    # one cell cannot fail
+    assert noise.cell_level([2] * 10) > noise.cell_level([2] * 100) > noise.cell_level([9] * 100)
+    assert noise.cell_level([1, 1]) == noise.FAMILY_ALPHA
 
 
 def test_a_slower_machine_excuses_its_drift_a_faster_one_earns_no_credit():
-    slower_machine = noise.measure("g", np.full(10, math.log(1.3)), family=10)
-    faster_machine = noise.measure("g", np.full(10, math.log(0.7)), family=10)
+    slower_machine = noise.measure("g", np.full(10, math.log(1.3)), level=1e-3)
+    faster_machine = noise.measure("g", np.full(10, math.log(0.7)), level=1e-3)
     assert slower_machine.allowed == pytest.approx(1.3)
     assert faster_machine.allowed == pytest.approx(1.0)
 
@@ -122,6 +136,17 @@ def test_a_thread_count_timed_beside_more_busy_cores_than_it_left_free_is_not_ju
     assert "SPEED MOSTLY NOT JUDGED" in overlap(stormy, base).describe()
     calm = run({}, flagged={"a"}, slowdown={"d": 3.0})
     assert {c.impl for c in slower(changes(calm, base), 10)} == {"d"}
+
+
+def test_work_on_one_thread_timed_at_two_beside_one_busy_core_is_judged_a_parallel_one_not():
+    """NumPy "at 2 threads" runs on one: beside one busy core of two it had its core, so its
+    cells are judged and a planted slowdown fails; a kernel whose two threads ran is flagged."""
+    base = run({}, threads=2, others=0.0, ran=1)
+    one = run(machine(0.05, seed=2), threads=2, others=1.0, ran=1, slowdown={"c": 1.5})
+    assert {c.impl for c in slower(changes(one, base), 10)} == {"c"}
+    assert all(c.judged for c in changes(one, base))
+    both = run(machine(0.05, seed=2), threads=2, others=1.0, ran=2, slowdown={"c": 1.5})
+    assert changes(both, base) == [] and slower(changes(both, base), 10) == []   # all flagged
 
 
 def test_a_cell_whose_group_is_too_small_to_measure_is_not_judged_even_on_a_quiet_machine():

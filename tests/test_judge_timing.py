@@ -136,6 +136,15 @@ def test_the_summary_names_every_rule_that_flagged_a_cell_or_says_none_did():
     (dict(cores=4, threads=2, others_busy=2.6),
      "load: 2.6 cores busy with other processes (4 cores, 2 threads, > 2.5)"),
     (dict(cores=2, threads=1, others_busy=1.5), ""),             # at the margin: not flagged
+    # timed at 2 threads beside one busy core: NumPy's work ran on one and had its core ...
+    (dict(cores=2, threads=2, threads_ran=1, others_busy=1.0), ""),
+    # ... a parallel kernel's threads all ran, sharing what was left
+    (dict(cores=2, threads=2, threads_ran=2, others_busy=1.0),
+     "load: 1 core busy with other processes (2 cores, 2 threads, > 0.5)"),
+    (dict(cores=2, threads=2, threads_ran=1, others_busy=1.7),
+     "load: 1.7 cores busy with other processes (2 cores, 2 threads of which 1 ran, > 1.5)"),
+    (dict(cores=2, threads=2, threads_ran=float("nan"), others_busy=1.0),   # not measured
+     "load: 1 core busy with other processes (2 cores, 2 threads, > 0.5)"),
     (dict(cores=1, threads=1, others_busy=0.6),
      "load: 0.6 cores busy with other processes (1 core, 1 thread, > 0.5)"),
     (dict(cores=2, threads=None, others_busy=5.0), ""),          # no threads: nothing to judge

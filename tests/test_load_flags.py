@@ -1,13 +1,15 @@
 """Timings under load (issue 10, item 5): recorded per cell, flagged, kept out of verdicts.
 
 Every load here is injected (fake samples, rows with chosen `others_busy`), so
-nothing depends on how busy the machine running the tests is.
+nothing depends on how busy the machine running the tests is; one test reads real thread
+times (a thread spinning beside the caller ran half the window, ten times the threshold).
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 import pytest
@@ -65,8 +67,41 @@ def test_others_busy_is_machine_busy_time_minus_our_own_over_the_wall_time():
     assert contention.others_busy(before, after) == pytest.approx(1.0)   # (3 - 1) / 2 s
     assert contention.others_busy(after, after) != contention.others_busy(after, after)   # NaN
     cols = contention.columns(before, after)
-    assert cols == {"load_before": 0.7, "load_after": 1.9, "others_busy": pytest.approx(1.0),
-                    "cores": 2}
+    assert cols["threads_ran"] != cols["threads_ran"]          # no thread times: NaN
+    assert {k: v for k, v in cols.items() if k != "threads_ran"} == {
+        "load_before": 0.7, "load_after": 1.9, "others_busy": pytest.approx(1.0), "cores": 2}
+
+
+def test_threads_ran_counts_the_threads_that_ran_a_tenth_of_the_window():
+    """Thread 3 ran 0.15 s of 2 s (under a tenth), thread 4 started in the window and ran 1 s."""
+    before = Sample(10.0, 100.0, 5.0, 0.7, 2, {1: 3.0, 2: 0.5, 3: 1.0})
+    after = Sample(12.0, 103.0, 6.0, 1.9, 2, {1: 5.0, 2: 0.9, 3: 1.15, 4: 1.0})
+    assert contention.threads_ran(before, after) == 3.0
+
+
+def test_threads_ran_is_measured_a_busy_second_thread_counts_a_sleeping_one_does_not():
+    """A pool's threads outlive the call (a thread that ended is no longer in /proc)."""
+    import threading
+    import time
+
+    def spin(seconds: float, stop: threading.Event = threading.Event()) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end and not stop.is_set():
+            pass
+
+    def window(second: Callable[[threading.Event], None]) -> float:
+        stop = threading.Event()
+        pool = threading.Thread(target=second, args=(stop,))
+        pool.start()
+        before = contention.sample()
+        spin(0.2)
+        ran = contention.threads_ran(before, contention.sample())
+        stop.set()
+        pool.join()
+        return ran
+
+    assert window(lambda stop: stop.wait(5)) == 1.0            # asleep in the pool
+    assert window(lambda stop: spin(5, stop)) == 2.0           # busy beside the caller
 
 
 def test_every_measured_row_records_the_load_around_the_cell():

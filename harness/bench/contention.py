@@ -14,7 +14,14 @@ records, in every row:
   this process may run on) spent busy, steal included, minus the worker's own
   CPU time, over the wall time. Setup is outside the window (a compiler's
   helper processes would count as others);
-- `cores`: the cores the worker may run on.
+- `cores`: the cores the worker may run on;
+- `threads_ran`: how many of the worker's threads ran for at least RAN_SHARE of the
+  window (their on-CPU time, /proc's schedstat, in nanoseconds). A cell timed at N
+  threads whose work ran on one (NumPy's ufuncs; torch below its grain size) needed one
+  core, not N: beside one busy core of two it had a core to itself, and the load rule
+  judges it by the threads that ran. A parallel kernel starved of cores still counts
+  every thread that ran at all in the window (time-sliced, each gets its share), so it
+  stays flagged.
 
 The rules that flag a timing from these columns are harness.runs.flags.
 """
@@ -24,12 +31,14 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
 
 from harness.util import cpus
 
-COLUMNS = ("load_before", "load_after", "others_busy", "cores")
+COLUMNS = ("load_before", "load_after", "others_busy", "cores", "threads_ran")
+#: Share of the window a thread must have run on a CPU to count as one the cell used.
+RAN_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -41,12 +50,14 @@ class Sample:
     own_s: float      # this process's CPU time (every thread)
     load: float       # 1-minute load average (NaN where the platform has none)
     cores: int
+    #: on-CPU seconds of each of this process's threads (empty where /proc cannot tell)
+    threads_s: Mapping[int, float] = field(default_factory=dict)
 
 
 def sample() -> Sample:
     """Read the clocks now (a few microseconds: /proc/stat, times(2), the load average)."""
     return Sample(time.monotonic(), _busy_seconds(), sum(os.times()[:2]), _load_average(),
-                  len(cpus.affinity()))
+                  len(cpus.affinity()), _thread_seconds())
 
 
 def others_busy(before: Sample, after: Sample) -> float:
@@ -58,16 +69,28 @@ def others_busy(before: Sample, after: Sample) -> float:
     return max(0.0, others / wall)
 
 
+def threads_ran(before: Sample, after: Sample) -> float:
+    """How many of this process's threads ran RAN_SHARE of the wall time between two samples
+    (NaN where /proc could not tell)."""
+    wall = after.wall - before.wall
+    if wall <= 0 or not after.threads_s:
+        return math.nan
+    ran = [t for t, s in after.threads_s.items() if s - before.threads_s.get(t, 0.0)
+           >= RAN_SHARE * wall]
+    return float(max(1, len(ran)))
+
+
 def columns(before: Optional[Sample], after: Optional[Sample]) -> dict[str, Any]:
     """The load columns of one row, from the samples around a cell (NaN for a missing one)."""
     if before is None:
         return {"load_before": math.nan, "load_after": math.nan, "others_busy": math.nan,
-                "cores": 0}
+                "cores": 0, "threads_ran": math.nan}
     if after is None:
         return {"load_before": before.load, "load_after": math.nan, "others_busy": math.nan,
-                "cores": before.cores}
+                "cores": before.cores, "threads_ran": math.nan}
     return {"load_before": before.load, "load_after": after.load,
-            "others_busy": others_busy(before, after), "cores": before.cores}
+            "others_busy": others_busy(before, after), "cores": before.cores,
+            "threads_ran": threads_ran(before, after)}
 
 
 def _busy_seconds() -> float:
@@ -89,6 +112,23 @@ def _busy(times: Any) -> float:
     # guest time is already inside user/nice on Linux: not counted twice
     guest = getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)
     return sum(times) - idle - guest
+
+
+def _thread_seconds() -> dict[int, float]:
+    """thread id -> on-CPU seconds, for each thread of this process (Linux's schedstat, in
+    nanoseconds; {} where there is none)."""
+    out: dict[int, float] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue            # a thread that ended meanwhile
+    return out
 
 
 def _load_average() -> float:

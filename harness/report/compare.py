@@ -20,6 +20,7 @@ import pandas as pd
 
 from harness.report import fmt, gate, noise
 from harness.report.measures import timed
+from harness.runs import flags as flag_rules
 from harness.runs.identity import FIELDS as CELL
 from harness.util import units
 from harness.util.exitcodes import UsageError
@@ -115,13 +116,14 @@ def changes(new: pd.DataFrame, base: pd.DataFrame) -> list[Change]:
         elements=lambda f: f["length"] * f["d_model"],
         log_ratio=lambda f: np.log(f["median_s_new"] / f["median_s_base"]))
     cells = both[~both["is_roof"] & ~both["left_out"]]
-    noises = noise.between(both, family=len(cells.groupby(list(IMPLEMENTATION))))
+    per_impl = cells.groupby(list(IMPLEMENTATION)).size()
+    noises = noise.between(both, level=noise.cell_level(per_impl.tolist()))
     return [Change(r.workload, r.impl, r.device, int(r.length), int(r.d_model), r.dtype,
                    int(r.threads), int(r.batch), float(r.median_s_base), float(r.median_s_new),
                    float(r.iqr_s_base), float(r.iqr_s_new), int(r.heads),
                    _rounds(r.samples_s_base), _rounds(r.samples_s_new), _busy(r.others_busy),
                    noises.of(noise.group_of(r.device, int(r.threads), int(r.elements)), r.impl),
-                   noises.storm(r.device, int(r.threads)))
+                   noises.storm(r.device, flag_rules.needed(r._asdict())))
             for r in cells.itertuples()]
 
 
@@ -129,17 +131,19 @@ def _both(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     """Cells (roofs included) timed ok in both runs side by side (suffixes _new, _base), with
     `left_out`: flagged in the new run for load or its clock (harness.report.gate)."""
     key = list(CELL)
-    columns = key + ["median_s", "iqr_s", "samples_s", "is_roof", "others_busy", "cores"]
+    columns = key + ["median_s", "iqr_s", "samples_s", "is_roof", "others_busy", "cores",
+                     "threads_ran"]
 
     def ok(frame: pd.DataFrame, base: bool) -> pd.DataFrame:
         rows = frame
-        for name, empty in (("samples_s", ()), ("others_busy", math.nan), ("cores", math.nan)):
+        for name, empty in (("samples_s", ()), ("others_busy", math.nan), ("cores", math.nan),
+                            ("threads_ran", math.nan)):
             if name not in rows.columns:
                 rows = rows.assign(**{name: [empty] * len(rows)})
         rows = rows.assign(left_out=gate.left_out(rows) if not base else False)
         return rows.loc[rows["ok"], columns + ["left_out"]].drop_duplicates(key, keep="last")
 
-    new_only = ["is_roof", "others_busy", "cores", "left_out"]
+    new_only = ["is_roof", "others_busy", "cores", "threads_ran", "left_out"]
     return ok(new, False).merge(ok(base, True).drop(columns=new_only), on=key,
                                 suffixes=("_new", "_base"))
 

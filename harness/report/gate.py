@@ -24,8 +24,9 @@ the two IQRs added.
 Not judged: cells the new run flagged `load` (other processes took the cores its threads
 needed: a 2-thread cell beside one busy core of two waits at every barrier, 10-40x its
 time) or `clock` (its worker's timer disagreed with the wall clock); every CPU cell of a
-thread count whose median cell the new run timed beside more busy cores than its threads
-left free, by more than noise.STORM_EXCESS (under load 4-5 one-thread cells left
+count of cores needed (its threads, or fewer where fewer ran: harness.runs.flags.needed)
+whose median cell the new run timed beside more busy cores than it left free, by more
+than noise.STORM_EXCESS (under load 4-5 one-thread cells left
 unflagged moved up to 3.6x with the same code); and cells whose group has too few other
 cells to measure the noise. Load only ever makes a time longer, so a base run's flags
 cannot make the same code look slower (they can hide a slowdown, never invent one) and
@@ -56,8 +57,8 @@ TEST = "Mann-Whitney U on the raw rounds"
 FALLBACK = "medians and IQRs (no raw rounds recorded)"
 UNMEASURED = ("too few other cells at its thread count and size regime to measure the noise "
               f"between the runs (fewer than {noise.MIN_CELLS})")
-STORM = ("timed under load: the new run's median cell at its thread count had "
-         f"{noise.STORM_EXCESS:g}+ more cores busy with other processes than its threads left free")
+STORM = ("timed under load: the new run's median cell needing as many cores had "
+         f"{noise.STORM_EXCESS:g}+ more cores busy with other processes than it left free")
 
 
 @dataclass(frozen=True)

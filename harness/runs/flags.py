@@ -5,9 +5,12 @@ these rules, so they live with the run directory's other formats).
 These rules flag a timed cell (`flags`; `""` when clean). Flagged cells keep their
 row, but are left out of recommendations and of `report --compare` verdicts:
 
-- **load**: `others_busy > cores - threads + LOAD_MARGIN` (other processes took
-  cores the cell's threads needed, for more than half a core on average); where
-  `others_busy` was not measured, a load average above `cores + LOAD_MARGIN`;
+- **load**: `others_busy > cores - needed + LOAD_MARGIN` (other processes took
+  cores the cell's threads needed, for more than half a core on average), where `needed`
+  is the cell's thread count, or fewer when fewer of its worker's threads ran
+  (`threads_ran`: NumPy timed "at 2 threads" runs on one, and beside one busy core of two it
+  had a core to itself); where `others_busy` was not measured, a load average above
+  `cores + LOAD_MARGIN`;
 - **threads**: an N-thread cell more than `THREAD_SLOWDOWN` (4) times slower
   than the same cell at 1 thread in the same run: more threads can fail to
   help, but not by that much unless they waited for cores;
@@ -52,9 +55,11 @@ def load_flag(row: Mapping[str, Any]) -> str:
         return ""
     others = _number(row.get("others_busy"))
     if others is not None:
-        free = max(cores - threads, 0)
+        free = max(cores - needed(row), 0)
         if others > free + LOAD_MARGIN:
             used = f"{threads:g} thread" + ("" if threads == 1 else "s")
+            if needed(row) < threads:
+                used += f" of which {needed(row):g} ran"
             return (f"load: {_cores(f'{others:.2g}')} busy with other processes "
                     f"({_cores(f'{cores:g}')}, {used}, > {free + LOAD_MARGIN:g})")
         return ""
@@ -63,6 +68,13 @@ def load_flag(row: Mapping[str, Any]) -> str:
     if loads and max(loads) > cores + LOAD_MARGIN:
         return f"load: load average {max(loads):.2g} on {cores:g} cores (> {cores + LOAD_MARGIN:g})"
     return ""
+
+
+def needed(row: Mapping[str, Any]) -> float:
+    """The cores a row's work needed: its threads, or fewer where fewer of them ran."""
+    threads = _number(row.get("threads")) or 1.0
+    ran = _number(row.get("threads_ran"))
+    return min(threads, ran) if ran is not None and ran >= 1 else threads
 
 
 def thread_flag(median_s: float, threads: int, one_thread_s: Optional[float]) -> str:
@@ -109,7 +121,8 @@ def flags(frame: pd.DataFrame) -> pd.Series:
     medians = pd.to_numeric(frame["median_s"], errors="coerce")
     threads = pd.to_numeric(frame["threads"], errors="coerce").fillna(1).astype(int)
     one_thread = {keys[i]: float(medians[i]) for i in frame.index[ok & (threads == 1)]}
-    wanted = ["cores", "threads", "others_busy", "load_before", "load_after", "clock", "inputs"]
+    wanted = ["cores", "threads", "threads_ran", "others_busy", "load_before", "load_after",
+              "clock", "inputs"]
     rows = frame.reindex(columns=wanted).loc[ok].to_dict("index")
     for index, row in rows.items():
         found = [load_flag(row), thread_flag(float(medians[index]), int(threads[index]),

@@ -39,11 +39,11 @@ COLUMNS = [
     "d_model", "dtype", "threads", "batch", "heads", "mode", "median_s", "iqr_s", "min_s", "mean_s",
     "stddev_s", "rounds", "build_s", "first_call_s", "first_call", "peak_bytes", "peak_method",
     "bytes_out", "gbps", "roof_s", "roof_ratio", "roof_bound", "status", "reason", "flags",
-    "retains_bytes", "load_before", "load_after", "others_busy", "cores", "thread_settings",
-    "is_roof", "attempts", "key",
+    "retains_bytes", "load_before", "load_after", "others_busy", "cores", "threads_ran",
+    "thread_settings", "is_roof", "attempts", "key",
 ]
 #: Columns a journal written before them lacks (NaN there).
-LATER = ("retains_bytes", "load_before", "load_after", "others_busy", "cores")
+LATER = ("retains_bytes", "load_before", "load_after", "others_busy", "cores", "threads_ran")
 
 
 def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFrame:
