@@ -9,8 +9,8 @@ so each round of the pick has a round of every roof within milliseconds of it; t
 (harness.bench.paired) takes the ratio round by round. A short pause between contenders lets
 the previous one's thread pool go to sleep before the next one's threads start. A first call
 is paired the same way (`first_call`): each round builds its contender afresh, untimed, and
-times its first call, which allocates its output: every contender's into new memory, drawn
-from pages in use a moment before (harness.bench.fresh_memory).
+times its first call, which allocates its output: every contender's into new memory
+(harness.bench.fresh_memory).
 
 This module is the worker (`python -m harness.bench.pairing CONFIG`): it reads the contenders
 from CONFIG, writes a line once its implementations are loaded, then one JSON line per output
@@ -176,8 +176,8 @@ def contender(cell_data: dict[str, Any]) -> Contender:
 def first_call(cell_data: dict[str, Any]) -> Contender:
     """A contender whose every round is a first call: built afresh before it (untimed; the
     inputs converted once), so the call allocates its output (JIT compiled once, by the first
-    build's call), then `fresh_memory.prime`d with the output's bytes, so that no contender
-    draws pages the VM's host took back. Its result is checked once."""
+    build's call), malloc's free pages handed back after the build (`fresh_memory.release`), so
+    that the call's output and temporaries are new memory. Its result is checked once."""
     from harness.bench import fresh_memory, validity
 
     builder = Builder(cell_data)
@@ -188,7 +188,7 @@ def first_call(cell_data: dict[str, Any]) -> Contender:
 
     def rebuild() -> None:
         holder[0] = builder.build()[0]
-        fresh_memory.prime(builder.cell.bytes_out)
+        fresh_memory.release()
 
     return Contender(builder.cell.impl, lambda: holder[0](), rebuild, once=True)
 
