@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.report import gate, noise
+from harness.report import fmt, gate, noise
 from harness.report.compare import changes, decide, overlap, slower
 from tests.test_load_flags import cell, frame, ok
 
@@ -160,3 +160,23 @@ def test_a_cell_whose_group_is_too_small_to_measure_is_not_judged_even_on_a_quie
     assert decision.judged == 0 and decision.slower == ()
     assert decision.unjudged == {gate.UNMEASURED: 2}
     assert "SPEED MOSTLY NOT JUDGED" in overlap(new, base).describe()
+
+
+def test_the_reports_change_table_bolds_what_the_gate_calls_slower_not_what_beats_the_iqrs():
+    """A cell 15% slower with IQRs of 0.3% is beyond the spread of each run but within the noise
+    between them (spread 0.05): plain; a planted 1.5x is bold; a cell not judged carries a dagger."""
+    from types import SimpleNamespace
+
+    from harness.report import sections
+
+    base = run({})
+    new = run({**machine(0.05, seed=2), ("b", 0): 1.15}, slowdown={"c": 1.5})
+    text = sections.change(changes(new, base), SimpleNamespace(key="base-run"))
+    slowed = [c for c in changes(new, base) if c.impl == "c"]
+    assert all(f"**{fmt.pct(c.pct)}**" in text for c in slowed)
+    [moved] = [c for c in changes(new, base) if (c.impl, c.length, c.d_model) == ("b", 64, 64)]
+    assert moved.pct > 10 and f"**{fmt.pct(moved.pct)}**" not in text and fmt.pct(moved.pct) in text
+    assert "6 of them with their implementation's other cells agreeing" in text
+    tiny = base[base["impl"].isin(["a", "b"]) & (base["length"] == 64)]   # 2 others: unmeasured
+    assert {c.judged for c in changes(tiny, tiny)} == {False}
+    assert f"{fmt.pct(0.0)} †" in sections.change(changes(tiny, tiny), SimpleNamespace(key="b"))

@@ -70,10 +70,6 @@ class Change:
         return self.base_iqr_s + self.new_iqr_s
 
     @property
-    def beyond_spread(self) -> bool:
-        return abs(self.new_s - self.base_s) > self.spread_s
-
-    @property
     def unjudged(self) -> str:
         """Why the gate does not judge this cell's speed ('' when it does; harness.report.gate)."""
         if self.storm > noise.STORM_EXCESS:
@@ -287,8 +283,8 @@ def decide(cells: list[Change], pct: float) -> Decision:
     at least half of its implementation's other judged cells of that dtype at its thread count
     (other sizes), or where it has none there, at the other thread counts; one that beats it
     with them not agreeing, or with no other cell to agree, is a lone rise, named and not
-    failed (harness.report.gate)."""
-    check_pct(pct)
+    failed (harness.report.gate). `pct` 0 asks for every slowdown beyond the noise (the
+    report's change tables); the command line's --fail-slower is over 0 (check_pct)."""
     judged = [c for c in cells if c.judged]
     beats = {id(c): c.slower_than(pct) for c in judged}
     family: dict[tuple, list[Change]] = {}
@@ -313,13 +309,15 @@ def decide(cells: list[Change], pct: float) -> Decision:
 
 
 def slower(cells: list[Change], pct: float) -> list[Change]:
-    """The cells the gate fails on, worst first."""
-    return list(decide(cells, pct).slower)
+    """The cells the gate fails on at --fail-slower `pct` (> 0), worst first."""
+    return list(decide(cells, check_pct(pct)).slower)
 
 
 def as_frame(cells: list[Change]) -> pd.DataFrame:
-    """The changes as rows (with `size`, `pct` and `beyond_spread`) for pivoting."""
-    rows = [{**{k: v for k, v in asdict(c).items() if not k.endswith("_rounds")},
+    """The changes as rows for pivoting, with `size`, `pct`, `judged` and `beyond_noise`: slower
+    than the noise between the runs explains, the rank test agreeing (the gate's bar at 0%)."""
+    rows = [{**{k: v for k, v in asdict(c).items() if not k.endswith("_rounds") and k != "noise"},
              "size": f"{c.length}x{c.d_model}", "elements": c.length * c.d_model,
-             "pct": c.pct, "beyond_spread": c.beyond_spread} for c in cells]
+             "pct": c.pct, "judged": c.judged, "beyond_noise": c.slower_than(0.0)}
+            for c in cells]
     return pd.DataFrame(rows)

@@ -65,7 +65,9 @@ def roof_ratios(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def changes(rows: pd.DataFrame) -> pd.DataFrame:
-    """Change of the median vs a base run; bold where it exceeds the two runs' spread."""
-    text = pd.Series([f"**{fmt.pct(p)}**" if beyond else fmt.pct(p)
-                      for p, beyond in zip(rows["pct"], rows["beyond_spread"])], index=rows.index)
+    """Change of the median vs a base run: bold where slower beyond the noise between the runs
+    (the compare gate's bar), a dagger where the gate does not judge the cell."""
+    text = pd.Series([f"**{fmt.pct(p)}**" if beyond else fmt.pct(p) + ("" if judged else " †")
+                      for p, beyond, judged in zip(rows["pct"], rows["beyond_noise"],
+                                                   rows["judged"])], index=rows.index)
     return pivot(rows, text)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from harness.core.kinds.table.cases import LONG_POSITIONS
 from harness.report import fmt, markdown, pivots
-from harness.report.compare import Change, as_frame
+from harness.report.compare import Change, as_frame, decide
 from harness.report.frontier import REFERENCE, Tradeoff
 from harness.report.load import Run
 from harness.report.measures import groups, speedup, spread, timed
@@ -125,17 +125,20 @@ def workload_tables(run: Run, name: str, baseline: str) -> Callable[[Mapping[str
 
 
 def change(cells: Sequence[Change], base: Run, of: str = "") -> str:
-    """Per-cell change of the median vs a base run (of run `of`); bold where beyond the spread."""
+    """Per-cell change of the median vs a base run (of run `of`); bold where slower beyond the
+    noise between the runs, as the compare gate judges it."""
     head = markdown.heading(2, f"Change {'of ' + of + ' ' if of else ''}vs {base.key}")
     if not cells:
         return markdown.join(head, "No cell was timed ok in both runs.")
     frame = as_frame(list(cells))
-    worse = sum(c.beyond_spread and c.pct > 0 for c in cells)
-    better = sum(c.beyond_spread and c.pct < 0 for c in cells)
-    intro = (f"Change of each median in % of {base.key}'s (positive: slower). **Bold**: the "
-             "difference exceeds the two runs' IQRs added. "
-             f"{_cells(len(cells))} in both runs: {worse} slower and {better} faster beyond the "
-             f"spread; median change {fmt.pct(frame['pct'].median())}. `report --fail-slower PCT` "
+    decision = decide(list(cells), 0.0)
+    intro = (f"Change of each median in % of {base.key}'s (positive: slower). **Bold**: slower "
+             "than the noise between the two runs explains, a rank test on their rounds "
+             "agreeing; †: not judged (timed under load, or too few other cells to measure "
+             f"the noise). {_cells(len(cells))} in both runs, {decision.judged} judged: "
+             f"{len(decision.slower) + len(decision.lone)} slower beyond the noise, "
+             f"{len(decision.slower)} of them with their implementation's other cells agreeing; "
+             f"median change {fmt.pct(frame['pct'].median())}. `report --fail-slower PCT` "
              "fails on a cell when its median rose by more than PCT % and by more than the "
              "noise between the two runs explains (how far the roofs, or the other cells, of "
              "its thread count and size regime drifted apart), at least half of its "
