@@ -105,16 +105,11 @@ def test_the_noise_is_measured_per_group_and_said():
     assert n.allowed == pytest.approx(math.exp(t.ppf(1 - 1e-3, 4) * n.spread * math.sqrt(1.2)))
 
 
-def test_the_level_per_cell_keeps_unchanged_code_failing_at_the_family_alpha():
-    """An implementation fails only with two cells over their bars, so the level per cell is
-    where sum P(Binomial(k, p) >= 2) is FAMILY_ALPHA: 70 implementations of 3 cells give
-    about 0.007 per cell (Bonferroni for one cell would give 0.01 / 70)."""
-    from scipy.stats import binom
-    p = noise.cell_level([3] * 70)
-    assert sum(binom.sf(1, 3, p) for _ in range(70)) == pytest.approx(noise.FAMILY_ALPHA)
-    assert 0.005 < p < 0.01
-    assert noise.cell_level([3] * 70 + [1] * 50) == pytest.approx(p)    # one cell cannot fail
-    assert noise.cell_level([2] * 10) > noise.cell_level([2] * 100) > noise.cell_level([9] * 100)
+def test_the_level_per_cell_is_the_family_alpha_over_the_implementations_that_could_fail():
+    """Bonferroni as if one cell could fail its implementation: its cells share a worker
+    process, whose luck moves them together, so a second cell is no independent evidence."""
+    assert noise.cell_level([3] * 70) == pytest.approx(noise.FAMILY_ALPHA / 70)
+    assert noise.cell_level([3] * 70 + [1] * 50) == pytest.approx(noise.FAMILY_ALPHA / 70)
     assert noise.cell_level([1, 1]) == noise.FAMILY_ALPHA
 
 
