@@ -101,8 +101,10 @@ def fresh(write_into: Callable[..., Callable[[np.ndarray], Any]], touch: bool = 
     the host dtype (bfloat16: uint16 bits handed back as torch's bfloat16 view), as the Numba
     kernels allocate theirs: an allocate-and-fill of the same bytes, the yardstick of a one-off
     build (a first call). `touch`: its pages faulted in by this thread first (`first_touch`),
-    as those kernels do before a threaded pass. Above glibc's mmap threshold (32 MiB) every
-    call gets fresh pages; below it malloc recycles, as it does for every implementation."""
+    then the threaded write: one more allocate-and-fill, the fastest of which is the yardstick
+    (the kernels' own threads fault theirs). Above glibc's mmap threshold (32 MiB) every call
+    gets fresh pages; below it malloc recycles, as it does for every implementation, except in
+    the roofs step's first calls (harness.bench.fresh_memory)."""
 
     def of(work: kinds.Workload):
         def build(spec: Any, *x: np.ndarray):
