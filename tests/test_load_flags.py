@@ -340,3 +340,25 @@ def test_what_the_flagged_cells_would_change_is_asked_of_their_groups_only_inval
     assert sorted(touched["impl"]) == ["a", "c", "c"] and "b" not in set(touched["impl"])
     text = report_flags.section(run)
     assert "No recommendation would change with the flagged cells included." in text
+
+
+def test_the_answers_speed_up_compares_like_with_like_cores():
+    """Beside one busy core the pick's 2-thread cell was flagged and answered at 1 thread; the
+    usual choice (`named`) was clean at 2 threads because its work ran on one: it is compared
+    (it used no more cores than the pick). A parallel one (both threads ran, in a quiet moment:
+    two cores against the pick's one) is not, nor a flagged cell."""
+    from harness.report.answer import answers
+    from harness.report.recommend import recommend
+
+    def speedup(usual_ran: float, usual_others: float = 1.0) -> float:
+        rows = [ok(cell("fast", 2), 1e-3, others=1.0), ok(cell("fast", 1), 1e-3, others=1.0),
+                {**ok(cell("plain", 2), 4e-3, others=usual_others), "threads_ran": usual_ran}]
+        bench = frame(rows)
+        picks = recommend(bench, verify("fast", "plain"))
+        [found] = [a for a in answers(picks, bench, {}, "plain") if a.pick.impl == "fast"]
+        assert found.pick.threads == 1 and found.usual == "plain"
+        return found.speedup
+
+    assert speedup(usual_ran=1) == pytest.approx(4.0)
+    assert math.isnan(speedup(usual_ran=2, usual_others=0.0))     # it had two cores
+    assert math.isnan(speedup(usual_ran=1, usual_others=1.9))     # flagged: never compared

@@ -5,7 +5,10 @@ the most threads timed there (what a program gets by default; the detail table
 has every thread count). Its gain is over the *usual choice* of that device,
 the seed or plain implementation most code starts from (`measures.usual`), as
 the geometric mean over the regime's sizes both ran of usual median / pick
-median, timed in the same run. Its error and the usual choice's are read on
+median, timed in the same run, at the pick's thread count, or where the usual choice has no
+clean cell there, in a cell at more threads whose work ran on no more than the pick's
+(`threads_ran`: NumPy timed at 2 threads beside a busy core keeps its clean answer while the
+pick's 2-thread cell was flagged and answered at 1). Flagged cells are never compared. Its error and the usual choice's are read on
 the same verify case (`positions`), so the two numbers cover the same positions.
 """
 
@@ -21,6 +24,7 @@ import pandas as pd
 from harness.report.measures import regime_rows, usual
 from harness.report.positions import Case, Errors
 from harness.report.recommend import Recommendation
+from harness.runs import flags as flag_rules
 
 
 @dataclass(frozen=True)
@@ -69,10 +73,17 @@ def _better(p: Recommendation, than: Recommendation) -> bool:
 
 
 def gain(bench: pd.DataFrame, pick: Recommendation, base: str) -> tuple[float, int]:
-    """Geometric mean of base / pick medians over the group's sizes both ran ok, and their count."""
-    rows = regime_rows(bench, pick.workload, pick.regime, pick.dtype, pick.device, pick.threads)
-    mine = _medians(rows, pick.impl)
-    theirs = _medians(rows, base)
+    """Geometric mean of base / pick medians over the group's sizes both ran ok and unflagged,
+    and their count (the base at more threads where its work needed no more cores)."""
+    def rows(threads: int) -> pd.DataFrame:
+        return regime_rows(bench, pick.workload, pick.regime, pick.dtype, pick.device, threads)
+
+    mine = _medians(rows(pick.threads), pick.impl)
+    theirs = _medians(rows(pick.threads), base)
+    for threads in sorted(t for t in set(bench["threads"]) if t > pick.threads):
+        more = rows(threads)
+        fits = [flag_rules.needed(r) <= pick.threads for r in more.to_dict("records")]
+        theirs = theirs.combine_first(_medians(more[fits], base))
     shared = mine.index.intersection(theirs.index)
     if shared.empty:
         return math.nan, 0
@@ -80,5 +91,5 @@ def gain(bench: pd.DataFrame, pick: Recommendation, base: str) -> tuple[float, i
 
 
 def _medians(rows: pd.DataFrame, impl: str) -> pd.Series:
-    ok = rows[(rows["impl"] == impl) & rows["ok"]]
+    ok = rows[(rows["impl"] == impl) & rows["ok"] & ~flag_rules.flagged(rows)]
     return ok.groupby(["length", "d_model", "batch"])["median_s"].min()
