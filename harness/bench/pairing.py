@@ -196,11 +196,10 @@ def first_call(cell_data: dict[str, Any]) -> Contender:
 def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None:
     """Each output of `config["outputs"]`: build its contenders, time them, `write` a line."""
     from harness import implementations
-    from harness.bench import contention, fresh_memory, threads
+    from harness.bench import contention, threads
     from harness.bench.measure import error_reason
 
     implementations(config.get("plugins", []))
-    fresh_memory.warmed()               # every output's steady rounds: the same allocator
     write({"ready": True})              # the judge's clock starts here, after the imports
     pinned: set[str] = set()
     began = _clock()
@@ -221,9 +220,8 @@ def run(config: dict[str, Any], write: Callable[[dict[str, Any]], None]) -> None
             line["rounds_s"] = interleaved(built, int(config["rounds"]), float(config["min_s"]))
             if output.get("first"):
                 del built
-                with fresh_memory.fresh_mappings():
-                    firsts = [first_call(cell) for cell in output["first"]]
-                    line["first_s"] = interleaved(firsts, int(config["first_rounds"]))
+                firsts = [first_call(cell) for cell in output["first"]]
+                line["first_s"] = interleaved(firsts, int(config["first_rounds"]))
             line.update(status="ok", **contention.columns(before, contention.sample()))
         except Exception as exc:           # the judge records it; the other outputs go on
             line.update(status="error", reason=error_reason("roofs", exc))
