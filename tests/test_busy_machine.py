@@ -1,5 +1,7 @@
 """Under one busy core, a sweep at all cores still answers: every cell flagged for load is timed
-again at the cores the load left free, and the answer says the thread count it was timed with."""
+again at the cores the load left free, and the answer says the thread count it was timed with.
+The cell is a parallel one (bt-pool: its work on every thread): a single-threaded one timed at
+all cores had a core to itself and is not flagged (harness.runs.flags.needed)."""
 
 from __future__ import annotations
 
@@ -23,12 +25,15 @@ def test_cells_flagged_at_all_cores_are_answered_at_the_cores_left(tmp_path, bus
     cores = cpus.usable()
     if cores < 2:
         pytest.skip("one core: there are no fewer threads to fall back to")
-    proc, run = bench(tmp_path, "--plugin", str(PLUGINS / "timed.py"), "--only", "bt-gate",
-                      "--threads", str(cores), "--max-time", "0.05")
+    proc, run = bench(tmp_path, "--plugin", str(PLUGINS / "timed.py"), "--only", "bt-pool",
+                      "--only", "bt-gate", "--threads", str(cores), "--max-time", "0.05")
     assert proc.returncode == 0, proc.stderr
-    rows = by_impl(table(run)).reset_index()
+    everything = by_impl(table(run)).reset_index()
+    alone = everything[everything["impl"] == "bt-gate"]      # one thread ran: it had its core
+    assert list(alone["threads_ran"]) == [1] and not str(alone["flags"].iloc[0]).startswith("load")
+    rows = everything[everything["impl"] == "bt-pool"]
     at_all = rows[rows["threads"] == cores]
-    assert len(at_all) == 1
+    assert len(at_all) == 1 and at_all["threads_ran"].iloc[0] >= cores   # the caller too
     if "load" not in str(at_all["flags"].iloc[0]):
         pytest.skip("the busy process did not take a core this cell needed")
     fewer = rows[rows["threads"] < cores]
@@ -40,6 +45,6 @@ def test_cells_flagged_at_all_cores_are_answered_at_the_cores_left(tmp_path, bus
     assert harness.cli.main(["report", str(run)]) == 0
     top = (run / "report.md").read_text()
     assert "1 of them answered at fewer threads instead" in top
-    passed = verify("bt-gate")                          # the sweep ran without its verify
-    picks = [p for p in recommend(load_run(run).bench, passed) if p.impl == "bt-gate"]
+    passed = verify("bt-pool")                          # the sweep ran without its verify
+    picks = [p for p in recommend(load_run(run).bench, passed) if p.impl == "bt-pool"]
     assert [p.threads for p in picks] == [int(fewer["threads"].iloc[0])]

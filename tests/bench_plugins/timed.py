@@ -65,3 +65,21 @@ def build_gate(spec: Spec):
         return out
 
     return table
+
+
+@register(name="bt-pool", backend="numpy")
+def build_pool(spec: Spec):
+    """A right table, then 0.4 ms of busy-waiting on each thread of a pool as large as the
+    worker's thread count ($OMP_NUM_THREADS): a parallel kernel, whose threads all run (so
+    beside a busy core the load rule flags it, as it does not a single-threaded one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = max(1, int(os.environ.get("OMP_NUM_THREADS", "1")))
+    pool = ThreadPoolExecutor(threads)
+
+    def table():
+        out = paper_table(spec)
+        list(pool.map(busy, [4e-4] * threads))
+        return out
+
+    return table
