@@ -266,3 +266,27 @@ def test_a_panel_of_what_runs_at_no_other_thread_count_is_left_out_and_every_poi
     panels = [ax for ax in caught[-1].axes if ax.get_title()]
     assert [ax.get_title() for ax in panels] == ["1 thread", "2 threads"]
     assert all(ax.get_ylim()[0] < 3e-8 and ax.get_ylim()[1] > 2e-2 for ax in panels)
+
+
+def test_a_log_axis_is_labelled_at_its_minor_ticks_only_where_they_are_round():
+    """Over 11-22 ms the labels were 16, 18 and 20 ms (1.6 and 1.8 rounded to 2): now each of
+    10-20 ms; over 1-20 ms only 2x and 5x a decade."""
+    import matplotlib.pyplot as plt
+
+    from harness.report.figures import log_axis
+    from harness.report.plots import TIME_AXIS
+
+    def labels(lo: float, hi: float) -> list[str]:
+        fig, ax = plt.subplots()
+        ax.loglog([1, 2], [lo, hi])
+        log_axis(ax.yaxis, TIME_AXIS)
+        fig.canvas.draw()
+        found = [t.get_text() for t in ax.yaxis.get_ticklabels(which="both")
+                 if t.get_text() and lo <= t.get_position()[1] <= hi]
+        plt.close(fig)
+        return found
+
+    narrow = labels(11e-3, 22e-3)
+    assert {"12 ms", "14 ms", "16 ms", "20 ms"} <= set(narrow) and "15 ms" not in narrow
+    wide = labels(1.1e-3, 19e-3)
+    assert {"2 ms", "5 ms", "10 ms"} <= set(wide) and "3 ms" not in wide and "6 ms" not in wide

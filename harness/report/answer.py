@@ -8,8 +8,9 @@ the geometric mean over the regime's sizes both ran of usual median / pick
 median, timed in the same run, at the pick's thread count, or where the usual choice has no
 clean cell there, in a cell at more threads whose work ran on no more than the pick's
 (`threads_ran`: NumPy timed at 2 threads beside a busy core keeps its clean answer while the
-pick's 2-thread cell was flagged and answered at 1). Flagged cells are never compared. Its error and the usual choice's are read on
-the same verify case (`positions`), so the two numbers cover the same positions.
+pick's 2-thread cell was flagged and answered at 1). Flagged cells are never compared. Its
+error and the usual choice's are read on the same verify case (`positions`), so the two
+numbers cover the same positions.
 """
 
 from __future__ import annotations

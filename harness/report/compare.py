@@ -56,8 +56,8 @@ class Change:
     #: the noise between the two runs in this cell's group, its own implementation left out
     #: (None: too few other cells to measure it)
     noise: Optional[noise.Noise] = field(default=None, repr=False)
-    #: the median busy cores beyond those their threads left free its thread count's CPU cells
-    #: were timed beside in the new run (harness.report.noise.STORM_EXCESS)
+    #: the median busy cores beyond those they left free that the new run's CPU cells needing
+    #: as many cores as this one were timed beside (harness.report.noise.STORM_EXCESS)
     storm: float = 0.0
 
     @property
@@ -313,11 +313,13 @@ def slower(cells: list[Change], pct: float) -> list[Change]:
     return list(decide(cells, check_pct(pct)).slower)
 
 
-def as_frame(cells: list[Change]) -> pd.DataFrame:
+def as_frame(cells: list[Change], decision: Decision) -> pd.DataFrame:
     """The changes as rows for pivoting, with `size`, `pct`, `judged` and `beyond_noise`: slower
-    than the noise between the runs explains, the rank test agreeing (the gate's bar at 0%)."""
+    than the noise between the runs explains, the rank test agreeing (in `decision`, made at
+    0%: failed or a lone rise)."""
+    beyond = {id(c) for c in (*decision.slower, *decision.lone)}
     rows = [{**{k: v for k, v in asdict(c).items() if not k.endswith("_rounds") and k != "noise"},
              "size": f"{c.length}x{c.d_model}", "elements": c.length * c.d_model,
-             "pct": c.pct, "judged": c.judged, "beyond_noise": c.slower_than(0.0)}
+             "pct": c.pct, "judged": c.judged, "beyond_noise": id(c) in beyond}
             for c in cells]
     return pd.DataFrame(rows)

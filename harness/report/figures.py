@@ -140,14 +140,17 @@ def heatmap(ax: plt.Axes, values: pd.DataFrame, notes: pd.DataFrame, norm: Norma
 
 
 def log_axis(axis: matplotlib.axis.Axis, formatter: Formatter) -> None:
-    """A log axis labelled with `formatter` (e.g. times with units): at decades, and at 2x and
-    5x a decade too when the data spans less than one and a half decades (call after plotting)."""
+    """A log axis labelled with `formatter` (e.g. times with units): at decades; at 2x and 5x a
+    decade too when the data spans less than one and a half decades; at every minor tick when
+    it spans less than 3x, where 2x and 5x leave one label or none (call after plotting)."""
     lo, hi = sorted(axis.get_view_interval())
     axis.set_major_formatter(formatter)
-    if lo > 0 and hi / lo < 30:
+    if lo > 0 and hi / lo < 3:
+        axis.set_minor_formatter(formatter)
+    elif lo > 0 and hi / lo < 30:
         def minor(value: float, pos: int | None = None) -> str:
-            leading = round(value / 10 ** np.floor(np.log10(value)))
-            return formatter(value, pos) if leading in (2, 5) else ""
+            leading = value / 10 ** np.floor(np.log10(value))
+            return formatter(value, pos) if min(abs(leading - 2), abs(leading - 5)) < 1e-6 else ""
         axis.set_minor_formatter(FuncFormatter(minor))
     else:
         axis.set_minor_formatter(NullFormatter())

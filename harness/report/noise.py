@@ -27,12 +27,12 @@ independent evidence (the level where sum P(Binomial(k, p) >= 2) = FAMILY_ALPHA:
 1.4x instead of 1.8x beside one busy core) failed unchanged code: the cells of one
 implementation are timed in one worker process, and a process's luck moves them together
 (two `--quick` runs of one commit beside a busy core: every Numba kernel of the one-thread
-worker 1.38x slower, grid-numba 2.2x and 1.55x at its two sizes, its roofs 1.09x). A
-machine that was faster in the new run earns no
-credit; one that was slower excuses that much. A group of fewer than MIN_CELLS other cells
-measures nothing, and its cells are not judged. The price is honest: under heavy load, or
-on this VM's two bandwidth levels, only large slowdowns are caught, and the gate says how
-large.
+worker 1.38x slower, grid-numba 2.2x and 1.55x at its two sizes, its roofs 1.09x).
+
+A machine that was faster in the new run earns no credit; one that was slower excuses that
+much. A group of fewer than MIN_CELLS other cells measures nothing, and its cells are not
+judged. The price is honest: under heavy load, or on this VM's two bandwidth levels, only
+large slowdowns are caught, and the gate says how large.
 """
 
 from __future__ import annotations

@@ -130,8 +130,8 @@ def change(cells: Sequence[Change], base: Run, of: str = "") -> str:
     head = markdown.heading(2, f"Change {'of ' + of + ' ' if of else ''}vs {base.key}")
     if not cells:
         return markdown.join(head, "No cell was timed ok in both runs.")
-    frame = as_frame(list(cells))
     decision = decide(list(cells), 0.0)
+    frame = as_frame(list(cells), decision)
     intro = (f"Change of each median in % of {base.key}'s (positive: slower). **Bold**: slower "
              "than the noise between the two runs explains, a rank test on their rounds "
              "agreeing; †: not judged (timed under load, or too few other cells to measure "
