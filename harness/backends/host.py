@@ -5,7 +5,8 @@
 - `rss-peak` for libraries that allocate outside tracemalloc's sight (torch and
   TF on CPU), on Linux: the kernel's high-water mark of resident memory (VmHWM),
   reset just before the call through /proc/self/clear_refs, minus the resident
-  memory before it. Temporaries freed within the call count; memory a library
+  memory before it, malloc's free pages handed back first (harness.util.heap: a timing
+  process's heap keeps them). Temporaries freed within the call count; memory a library
   reuses from its own pool does not, so it is a lower bound on what the call used.
 - `rss-delta` where that reset is not possible: resident memory after the call,
   result still alive, minus before; it misses temporaries freed within the call.
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from harness.backends.base import Call
+from harness.util import heap
 
 CLEAR_REFS = Path("/proc/self/clear_refs")
 STATUS = Path("/proc/self/status")
@@ -74,6 +76,7 @@ def can_reset_peak() -> bool:
 
 
 def _rss_peak(fn: Call) -> int:
+    heap.release()       # blocks malloc holds would be reused unseen: the call's own are new
     _reset_peak()
     before = _status_bytes("VmRSS")
     result = fn()

@@ -10,7 +10,7 @@ convention, the one the report recommends in), the fastest implementation that p
 the two fastest roofs of the bound that binds there (harness.runs.results), and times them
 together in one worker process, a round each in turn (harness.bench.pairing); first calls the
 same way, against allocate-and-fill roofs, every side's output in new memory
-(harness.bench.fresh_memory). Each ratio is the median over rounds of the
+(harness.util.heap). Each ratio is the median over rounds of the
 implementation's time over the fastest roof's in the same round. `paired.csv`
 (harness.runs.paired) holds one row per implementation and measure, rewritten after each
 output (an interrupted run keeps what it finished); the report's roof table reads it.
@@ -53,7 +53,7 @@ from harness.runs import results
 from harness.runs.paired import FILENAME, MEASURES
 from harness.runs.results import ROOF_KEYS, roof_bound
 from harness.runs.verdicts import verdict
-from harness.util import exitcodes, io, lifeline
+from harness.util import exitcodes, heap, io, lifeline
 from harness.util.exitcodes import UsageError
 
 #: The runner-up is timed too when the sweep had it within this factor of the fastest.
@@ -248,7 +248,8 @@ def _worker(pending: Sequence[Output], threads: int, plugins: Sequence[str],
         with lifeline.Lifeline() as line:
             try:
                 proc = subprocess.Popen([sys.executable, "-m", "harness.bench.pairing", str(config)],
-                                        env={**os.environ, **thread_env(threads), **line.env},
+                                        env={**os.environ, **thread_env(threads), **heap.steady_env(),
+                                             **line.env},
                                         pass_fds=line.fds, stdout=sys.stderr,
                                         start_new_session=True)
             finally:

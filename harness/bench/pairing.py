@@ -10,7 +10,7 @@ so each round of the pick has a round of every roof within milliseconds of it; t
 the previous one's thread pool go to sleep before the next one's threads start. A first call
 is paired the same way (`first_call`): each round builds its contender afresh, untimed, and
 times its first call, which allocates its output: every contender's into new memory
-(harness.bench.fresh_memory).
+(harness.util.heap).
 
 This module is the worker (`python -m harness.bench.pairing CONFIG`): it reads the contenders
 from CONFIG, writes a line once its implementations are loaded, then one JSON line per output
@@ -176,9 +176,10 @@ def contender(cell_data: dict[str, Any]) -> Contender:
 def first_call(cell_data: dict[str, Any]) -> Contender:
     """A contender whose every round is a first call: built afresh before it (untimed; the
     inputs converted once), so the call allocates its output (JIT compiled once, by the first
-    build's call), malloc's free pages handed back after the build (`fresh_memory.release`), so
+    build's call), malloc's free pages handed back after the build (`heap.release`), so
     that the call's output and temporaries are new memory. Its result is checked once."""
-    from harness.bench import fresh_memory, validity
+    from harness.bench import validity
+    from harness.util import heap
 
     builder = Builder(cell_data)
     holder = [builder.build()[0]]
@@ -188,7 +189,7 @@ def first_call(cell_data: dict[str, Any]) -> Contender:
 
     def rebuild() -> None:
         holder[0] = builder.build()[0]
-        fresh_memory.release()
+        heap.release()
 
     return Contender(builder.cell.impl, lambda: holder[0](), rebuild, once=True)
 

@@ -104,7 +104,7 @@ def fresh(write_into: Callable[..., Callable[[np.ndarray], Any]], touch: bool = 
     then the threaded write: one more allocate-and-fill, the fastest of which is the yardstick
     (the kernels' own threads fault theirs). Above glibc's mmap threshold (32 MiB) every call
     gets fresh pages; below it malloc recycles, as it does for every implementation, except in
-    the roofs step's first calls (harness.bench.fresh_memory)."""
+    the roofs step's first calls (harness.util.heap)."""
 
     def of(work: kinds.Workload):
         def build(spec: Any, *x: np.ndarray):

@@ -32,7 +32,7 @@ from harness.bench.threads import thread_env
 from harness.bench.worker import CONFIG_ENV, why_skip
 from harness.core.isolate import describe_exit, kill
 from harness.runs import journal
-from harness.util import io, lifeline, reaper
+from harness.util import heap, io, lifeline, reaper
 
 __all__ = ["Group", "Supervisor", "describe_exit", "unique_path"]
 
@@ -196,7 +196,8 @@ class Supervisor:
                 str(unique_path(self.run_dir / "raw", group.name, ".json")),
                 *self.timing.pytest_args()]
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, **thread_env(group.threads), CONFIG_ENV: str(config),
+        env = {**os.environ, **thread_env(group.threads), **heap.steady_env(),
+               CONFIG_ENV: str(config),
                fingerprint.SEED_ENV: str(self.judge.seed),
                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": path}
         return argv, env
