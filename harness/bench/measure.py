@@ -12,9 +12,11 @@ builder that computes once and hands back copies) - while one warm call, which
 sizes the rounds of a cold-cache cell, must return a fresh, finite result: a
 cell that fails either check is `invalid` and never timed. Peak memory needs a
 counter that slows the call, so it gets its own call too, once both results
-are let go. Only then does pytest-benchmark calibrate and time rounds of the
-warm callable, in the cell's mode (harness.bench.modes: on a device, every
-call is followed by a sync, or replayed from a CUDA graph); what a call under
+are let go. On the CPU, untimed calls follow until the allocator has settled
+(harness.bench.settle), the last one sizing the rounds; only then does
+pytest-benchmark calibrate and time rounds of the warm callable, in the cell's
+mode (harness.bench.modes: on a device, every call is followed by a sync, or
+replayed from a CUDA graph); what a call under
 its timer returned must hold the first call's values, or the cell is `invalid`
 after all. A roof (harness.bench.roofs: the harness's own yardstick, never judged against
 the reference) has its first and warm results checked the same way, but no copy of its values
@@ -33,6 +35,7 @@ from typing import Any, Callable, Optional
 from harness.bench import contention, fingerprint, inputs, modes, peak, validity
 from harness.bench.cells import Cell, Outcome, thin
 from harness.bench.settings import Timing
+from harness.bench.settle import settle
 from harness.core import handover, inplace
 from harness.core.checks import poison
 from harness.core.registry import Implementation
@@ -107,6 +110,10 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
             return _outcome("invalid", problem, samples, meter, done)
         stage = "peak-memory call"
         done["peak_bytes"], done["peak_method"] = peak.of_call(call, cell.backend, cell.device)
+        if cell.device == "cpu" and warm_s < timing.max_time:   # a longer call is timed as is
+            stage = "settling calls"
+            warm_s = settle(call, (lambda: _refresh(fresh, cell)) if fresh else None,
+                            timing.max_time)
         stage = f"{cell.mode} set-up" if cell.mode else "set-up"
         rounds = modes.rounds_for(cell.mode, fn, cell.backend, cell.device, warm_s,
                                   timing.max_time, timing.min_rounds, fresh)

@@ -1,0 +1,54 @@
+"""Untimed calls until the allocator settles (harness.bench.settle): a call that still faults in
+new pages is not what the rounds should be sized by."""
+
+from __future__ import annotations
+
+import mmap
+
+from harness.bench import settle
+
+PAGE = 4096
+
+
+def faulting_for(calls: int, pages: int = 256):
+    """A call that writes `pages` pages of a new mapping in each of its first `calls` calls (kept:
+    no page is reused, as malloc's freed memory could be), then none; and the list of calls made."""
+    kept: list[mmap.mmap] = []
+    made: list[int] = []
+
+    def call():
+        made.append(1)
+        if len(made) <= calls:
+            block = mmap.mmap(-1, pages * PAGE)
+            for page in range(pages):
+                block[page * PAGE] = 1
+            kept.append(block)
+        return None
+    return call, made
+
+
+def test_calls_until_one_faults_in_no_new_pages():
+    call, made = faulting_for(3)
+    settle.settle(call, None, budget_s=10.0)
+    assert len(made) == 4          # three that fault, the fourth that does not
+
+
+def test_a_call_that_never_settles_stops_at_the_bound():
+    call, made = faulting_for(10 ** 6)
+    settle.settle(call, None, budget_s=10.0)
+    assert len(made) == settle.SETTLE_CALLS
+
+
+def test_the_budget_bounds_the_calls_and_the_reset_runs_before_each():
+    call, made = faulting_for(10 ** 6)
+    resets: list[int] = []
+    settle.settle(call, lambda: resets.append(len(made)), budget_s=0.0)
+    assert len(made) == 1 and resets == [0]
+
+
+def test_the_seconds_returned_are_the_last_calls():
+    import time
+
+    def call():
+        time.sleep(0.02)
+    assert 0.015 < settle.settle(call, None, budget_s=1.0) < 0.5
