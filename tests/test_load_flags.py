@@ -68,7 +68,8 @@ def test_others_busy_is_machine_busy_time_minus_our_own_over_the_wall_time():
     assert contention.others_busy(after, after) != contention.others_busy(after, after)   # NaN
     cols = contention.columns(before, after)
     assert cols["threads_ran"] != cols["threads_ran"]          # no thread times: NaN
-    assert {k: v for k, v in cols.items() if k != "threads_ran"} == {
+    assert cols["waited"] != cols["waited"]
+    assert {k: v for k, v in cols.items() if k not in ("threads_ran", "waited")} == {
         "load_before": 0.7, "load_after": 1.9, "others_busy": pytest.approx(1.0), "cores": 2}
 
 
@@ -77,6 +78,23 @@ def test_threads_ran_counts_the_threads_that_ran_a_tenth_of_the_window():
     before = Sample(10.0, 100.0, 5.0, 0.7, 2, {1: 3.0, 2: 0.5, 3: 1.0})
     after = Sample(12.0, 103.0, 6.0, 1.9, 2, {1: 5.0, 2: 0.9, 3: 1.15, 4: 1.0})
     assert contention.threads_ran(before, after) == 3.0
+
+
+def test_waited_is_the_threads_run_delay_in_cores_over_the_window():
+    """Thread 1 waited 0.3 s of 2 s, thread 2 0.1 s (thread 3 started in the window)."""
+    before = Sample(10.0, 100.0, 5.0, 0.7, 2, {1: 3.0, 2: 0.5}, {1: 1.0, 2: 0.2})
+    after = Sample(12.0, 103.0, 6.0, 1.9, 2, {1: 5.0, 2: 0.9, 3: 0.1}, {1: 1.3, 2: 0.3, 3: 0.0})
+    assert contention.waited(before, after) == pytest.approx(0.2)
+
+
+def test_a_short_cell_whose_thread_never_waited_is_not_flagged_whatever_the_ticks_read():
+    """others_busy counts 10 ms ticks: beside one busy core of two, one-thread cells of 6-26 ms
+    read 1.5-2.8 cores busy; a thread that waited for no CPU was not slowed by them."""
+    row = {"cores": 2, "threads": 1, "threads_ran": 1, "others_busy": 2.5}
+    assert flag_rules.load_flag({**row, "waited": 0.0}) == ""
+    assert flag_rules.load_flag({**row, "waited": 0.3}).startswith("load: ")
+    assert "waited 0.3 of a core" in flag_rules.load_flag({**row, "waited": 0.3})
+    assert flag_rules.load_flag({**row, "waited": math.nan}).startswith("load: ")   # older runs
 
 
 def test_threads_ran_is_measured_a_busy_second_thread_counts_a_sleeping_one_does_not():

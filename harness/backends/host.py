@@ -5,7 +5,7 @@
 - `rss-peak` for libraries that allocate outside tracemalloc's sight (torch and
   TF on CPU), on Linux: the kernel's high-water mark of resident memory (VmHWM),
   reset just before the call through /proc/self/clear_refs, minus the resident
-  memory before it, malloc's free pages handed back first (harness.util.heap: a timing
+  memory before it (bench hands malloc's free pages back first: harness.util.heap, a timing
   process's heap keeps them). Temporaries freed within the call count; memory a library
   reuses from its own pool does not, so it is a lower bound on what the call used.
 - `rss-delta` where that reset is not possible: resident memory after the call,
@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from harness.backends.base import Call
-from harness.util import heap
 
 CLEAR_REFS = Path("/proc/self/clear_refs")
 STATUS = Path("/proc/self/status")
@@ -76,7 +75,6 @@ def can_reset_peak() -> bool:
 
 
 def _rss_peak(fn: Call) -> int:
-    heap.release()       # blocks malloc holds would be reused unseen: the call's own are new
     _reset_peak()
     before = _status_bytes("VmRSS")
     result = fn()

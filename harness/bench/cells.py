@@ -153,6 +153,8 @@ class Outcome:
     cores: int = 0
     #: the worker's threads that ran a tenth of the cell's window or more (harness.bench.contention)
     threads_ran: float = math.nan
+    #: cores' worth of its threads waiting, ready, for a CPU over that window
+    waited: float = math.nan
     #: per-call seconds of up to MAX_SAMPLES of the timed rounds, in the order they ran
     #: (the compare gate's statistical test reads them: harness.report.gate)
     samples_s: tuple[float, ...] = ()

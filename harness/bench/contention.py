@@ -21,7 +21,14 @@ records, in every row:
   core, not N: beside one busy core of two it had a core to itself, and the load rule
   judges it by the threads that ran. A parallel kernel starved of cores still counts
   every thread that ran at all in the window (time-sliced, each gets its share), so it
-  stays flagged.
+  stays flagged;
+- `waited`: how long the worker's threads were ready to run but waited for a CPU, in cores
+  over the window (schedstat's run delay, in nanoseconds). `others_busy` comes from
+  /proc/stat and times(2), which count in 10 ms ticks: over the 6-26 ms window of a short
+  cell it reads 0.8 or 2.5 cores from the same machine, and beside one busy core of two,
+  short one-thread cells (the plant of the compare gate's test among them) were flagged
+  `load` at 1.5-2.8 cores while their thread never waited. A cell whose threads did not wait
+  was not slowed by other processes taking its cores, whatever the ticks say.
 
 The rules that flag a timing from these columns are harness.runs.flags.
 """
@@ -36,7 +43,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from harness.util import cpus
 
-COLUMNS = ("load_before", "load_after", "others_busy", "cores", "threads_ran")
+COLUMNS = ("load_before", "load_after", "others_busy", "cores", "threads_ran", "waited")
 #: Share of the window a thread must have run on a CPU to count as one the cell used.
 RAN_SHARE = 0.1
 
@@ -52,13 +59,16 @@ class Sample:
     cores: int
     #: on-CPU seconds of each of this process's threads (empty where /proc cannot tell)
     threads_s: Mapping[int, float] = field(default_factory=dict)
+    #: seconds each of them waited on a run queue, ready to run
+    waited_s: Mapping[int, float] = field(default_factory=dict)
 
 
 def sample() -> Sample:
     """Read the clocks now (/proc/stat, times(2), the load average, and each thread's
     schedstat: tens of microseconds, under a millisecond for TensorFlow's pools)."""
+    ran, waited = _thread_seconds()
     return Sample(time.monotonic(), _busy_seconds(), sum(os.times()[:2]), _load_average(),
-                  len(cpus.affinity()), _thread_seconds())
+                  len(cpus.affinity()), ran, waited)
 
 
 def others_busy(before: Sample, after: Sample) -> float:
@@ -81,17 +91,26 @@ def threads_ran(before: Sample, after: Sample) -> float:
     return float(max(1, len(ran)))
 
 
+def waited(before: Sample, after: Sample) -> float:
+    """Cores' worth of this process's threads waiting, ready, for a CPU between two samples:
+    their run delay over the wall time (NaN where /proc could not tell)."""
+    wall = after.wall - before.wall
+    if wall <= 0 or not after.waited_s:
+        return math.nan
+    return sum(s - before.waited_s.get(t, 0.0) for t, s in after.waited_s.items()) / wall
+
+
 def columns(before: Optional[Sample], after: Optional[Sample]) -> dict[str, Any]:
     """The load columns of one row, from the samples around a cell (NaN for a missing one)."""
     if before is None:
         return {"load_before": math.nan, "load_after": math.nan, "others_busy": math.nan,
-                "cores": 0, "threads_ran": math.nan}
+                "cores": 0, "threads_ran": math.nan, "waited": math.nan}
     if after is None:
         return {"load_before": before.load, "load_after": math.nan, "others_busy": math.nan,
-                "cores": before.cores, "threads_ran": math.nan}
+                "cores": before.cores, "threads_ran": math.nan, "waited": math.nan}
     return {"load_before": before.load, "load_after": after.load,
             "others_busy": others_busy(before, after), "cores": before.cores,
-            "threads_ran": threads_ran(before, after)}
+            "threads_ran": threads_ran(before, after), "waited": waited(before, after)}
 
 
 def _busy_seconds() -> float:
@@ -115,21 +134,23 @@ def _busy(times: Any) -> float:
     return sum(times) - idle - guest
 
 
-def _thread_seconds() -> dict[int, float]:
-    """thread id -> on-CPU seconds, for each thread of this process (Linux's schedstat, in
-    nanoseconds; {} where there is none)."""
-    out: dict[int, float] = {}
+def _thread_seconds() -> tuple[dict[int, float], dict[int, float]]:
+    """thread id -> on-CPU seconds, and -> seconds waited ready to run, for each thread of this
+    process (Linux's schedstat, in nanoseconds; {} where there is none)."""
+    ran: dict[int, float] = {}
+    waited: dict[int, float] = {}
     try:
         tids = os.listdir("/proc/self/task")
     except OSError:
-        return out
+        return ran, waited
     for tid in tids:
         try:
             with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[int(tid)] = int(f.read().split()[0]) / 1e9
-        except (OSError, ValueError, IndexError):
+                on_cpu, delay = f.read().split()[:2]
+            ran[int(tid)], waited[int(tid)] = int(on_cpu) / 1e9, int(delay) / 1e9
+        except (OSError, ValueError):
             continue            # a thread that ended meanwhile
-    return out
+    return ran, waited
 
 
 def _load_average() -> float:

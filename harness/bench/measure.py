@@ -39,6 +39,7 @@ from harness.bench.settle import settle
 from harness.core import handover, inplace
 from harness.core.checks import poison
 from harness.core.registry import Implementation
+from harness.util import heap
 
 MAX_REASON = 300
 
@@ -109,6 +110,8 @@ def measure(impl: Implementation, cell: Cell, benchmark: Any, thread_settings: s
         if problem:
             return _outcome("invalid", problem, samples, meter, done)
         stage = "peak-memory call"
+        if cell.device == "cpu":
+            heap.release()   # blocks malloc holds would be reused unseen by a resident-memory meter
         done["peak_bytes"], done["peak_method"] = peak.of_call(call, cell.backend, cell.device)
         if cell.device == "cpu" and warm_s < timing.max_time:   # a longer call is timed as is
             stage = "settling calls"

@@ -20,7 +20,8 @@ from harness.report import fmt, markdown
 from harness.report.load import Run
 from harness.report.measures import timed
 from harness.report.recommend import Recommendation, recommend, regime_of
-from harness.runs.flags import LOAD_MARGIN, LOOKUP, THREAD_SLOWDOWN, flagged, why_flagged
+from harness.runs.flags import (LOAD_MARGIN, LOOKUP, THREAD_SLOWDOWN, WAITED_MIN, flagged,
+                                 why_flagged)
 from harness.util import units
 
 MAX_LISTED = 40
@@ -63,8 +64,9 @@ def _load_recorded(rows: pd.DataFrame) -> bool:
 def _rules() -> str:
     return ("A timing is **flagged** when other processes kept busy, on average, more than the "
             f"cores its threads left free plus {LOAD_MARGIN:g} (`others_busy` in bench.csv, "
-            "measured from the cell's first call to its last round; where it was not measured, a "
-            f"1-minute load average above the cores plus {LOAD_MARGIN:g}), or when it ran over "
+            "measured from the cell's first call to its last round) and its threads did wait "
+            f"for a CPU ({WAITED_MIN:g} of a core or more, `waited`; where neither was measured, "
+            f"a 1-minute load average above the cores plus {LOAD_MARGIN:g}), or when it ran over "
             f"{THREAD_SLOWDOWN:g}x slower at N threads than at 1 (threads that wait for cores). "
             "A cell timed faster than half a fill of the same bytes in the same run is flagged "
             "implausible, and one whose worker's clock disagreed with bench's own over its "

@@ -9,8 +9,10 @@ row, but are left out of recommendations and of `report --compare` verdicts:
   cores the cell's threads needed, for more than half a core on average), where `needed`
   is the cell's thread count, or fewer when fewer of its worker's threads ran
   (`threads_ran`: NumPy timed "at 2 threads" runs on one, and beside one busy core of two it
-  had a core to itself); where `others_busy` was not measured, a load average above
-  `cores + LOAD_MARGIN`;
+  had a core to itself), and its threads did wait for a CPU (`waited` at least
+  WAITED_MIN cores: `others_busy` counts in 10 ms ticks, noise over a short cell's window,
+  while a thread's run delay is exact); where `others_busy` was not measured, a load
+  average above `cores + LOAD_MARGIN`;
 - **threads**: an N-thread cell more than `THREAD_SLOWDOWN` (4) times slower
   than the same cell at 1 thread in the same run: more threads can fail to
   help, but not by that much unless they waited for cores;
@@ -36,6 +38,9 @@ from harness.runs.identity import SIBLING
 
 #: Cores other processes may keep busy beyond those the cell leaves free before it is flagged.
 LOAD_MARGIN = 0.5
+#: Cores' worth of a cell's threads waiting, ready, for a CPU below which other processes did
+#: not take the cores it needed, whatever `others_busy` reads (harness.bench.contention).
+WAITED_MIN = 0.05
 #: An N-thread median this many times its 1-thread median is flagged.
 THREAD_SLOWDOWN = 4.0
 EXCLUDED = "kept out of recommendations and compare verdicts"
@@ -56,12 +61,14 @@ def load_flag(row: Mapping[str, Any]) -> str:
     others = _number(row.get("others_busy"))
     if others is not None:
         free = max(cores - needed(row), 0)
-        if others > free + LOAD_MARGIN:
+        waited = _number(row.get("waited"))
+        if others > free + LOAD_MARGIN and (waited is None or waited >= WAITED_MIN):
             used = f"{threads:g} thread" + ("" if threads == 1 else "s")
             if needed(row) < threads:
                 used += f" of which {needed(row):g} ran"
+            waits = f"; its threads waited {waited:.2g} of a core" if waited is not None else ""
             return (f"load: {_cores(f'{others:.2g}')} busy with other processes "
-                    f"({_cores(f'{cores:g}')}, {used}, > {free + LOAD_MARGIN:g})")
+                    f"({_cores(f'{cores:g}')}, {used}, > {free + LOAD_MARGIN:g}{waits})")
         return ""
     loads = [v for v in (_number(row.get("load_before")), _number(row.get("load_after")))
              if v is not None]
@@ -121,8 +128,8 @@ def flags(frame: pd.DataFrame) -> pd.Series:
     medians = pd.to_numeric(frame["median_s"], errors="coerce")
     threads = pd.to_numeric(frame["threads"], errors="coerce").fillna(1).astype(int)
     one_thread = {keys[i]: float(medians[i]) for i in frame.index[ok & (threads == 1)]}
-    wanted = ["cores", "threads", "threads_ran", "others_busy", "load_before", "load_after",
-              "clock", "inputs"]
+    wanted = ["cores", "threads", "threads_ran", "waited", "others_busy", "load_before",
+              "load_after", "clock", "inputs"]
     rows = frame.reindex(columns=wanted).loc[ok].to_dict("index")
     for index, row in rows.items():
         found = [load_flag(row), thread_flag(float(medians[index]), int(threads[index]),

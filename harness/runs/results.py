@@ -40,10 +40,11 @@ COLUMNS = [
     "stddev_s", "rounds", "build_s", "first_call_s", "first_call", "peak_bytes", "peak_method",
     "bytes_out", "gbps", "roof_s", "roof_ratio", "roof_bound", "status", "reason", "flags",
     "retains_bytes", "load_before", "load_after", "others_busy", "cores", "threads_ran",
-    "thread_settings", "is_roof", "attempts", "key",
+    "waited", "thread_settings", "is_roof", "attempts", "key",
 ]
 #: Columns a journal written before them lacks (NaN there).
-LATER = ("retains_bytes", "load_before", "load_after", "others_busy", "cores", "threads_ran")
+LATER = ("retains_bytes", "load_before", "load_after", "others_busy", "cores", "threads_ran",
+         "waited")
 
 
 def tidy(rows: Sequence[dict[str, Any]], run_id: str, machine: str) -> pd.DataFrame:
