@@ -139,7 +139,7 @@ def test_resume_runs_only_the_cells_not_done(tmp_path):
     proc, again = bench(out, *args, "--lengths", "8,16", "--resume", env={"BT_BUILD_LOG": str(log)})
     assert proc.returncode == 0, proc.stderr
     assert again == first and "resumed: 3 cells already done" in proc.stdout
-    assert log.read_text().split() == ["8x8", "64x8"]
+    assert log.read_text().split() == ["8x8", "16x8"]
     keys = [r["key"] for r in journal.read_all(first / journal.FILENAME)]
     assert len(keys) == len(set(keys)) == 6           # bt-scaled and its 2 roofs, at 8 and 16
     assert set(table(first)["status"]) == {"ok"}
