@@ -124,13 +124,18 @@ def test_threads_ran_is_measured_a_busy_second_thread_counts_a_sleeping_one_does
 
 def test_every_measured_row_records_the_load_around_the_cell():
     """The meter is read after setup and after the timed rounds; the row carries the result."""
-    meter = fixed_meter(Sample(0.0, 10.0, 1.0, 1.5, 2), Sample(1.0, 11.8, 1.9, 2.5, 2))
+    meter = fixed_meter(Sample(0.0, 10.0, 1.0, 1.5, 2, {7: 0.5, 8: 0.5}, {7: 0.1, 8: 0.0}),
+                        Sample(1.0, 11.8, 1.9, 2.5, 2, {7: 1.3, 8: 1.2}, {7: 0.3, 8: 0.0}))
     two_threads = Cell("x", "numpy", "cpu", "table", "paper", 64, 64, "float32", 2)
     outcome = measure(impl_of(builds_fresh), two_threads, FakeBenchmark(), "numpy=2", meter=meter)
     assert outcome.status == "ok"
     assert (outcome.load_before, outcome.load_after, outcome.cores) == (1.5, 2.5, 2)
     assert outcome.others_busy == pytest.approx(0.9)      # (1.8 busy - 0.9 ours) / 1 s
-    assert flag_rules.load_flag(row(two_threads, outcome)).startswith("load: 0.9 cores busy")
+    assert outcome.waited == pytest.approx(0.2)           # thread 7 waited 0.2 s of 1 s
+    flag = flag_rules.load_flag(row(two_threads, outcome))
+    assert flag.startswith("load: 0.9 cores busy") and "waited 0.2 of a core" in flag
+    assert results.tidy([row(two_threads, outcome)], "run", "machine")["waited"].iloc[0] == \
+        pytest.approx(0.2)                                # into bench.csv
 
 
 def test_a_real_sample_is_sane():
