@@ -52,3 +52,28 @@ def test_the_seconds_returned_are_the_last_calls():
     def call():
         time.sleep(0.02)
     assert 0.015 < settle.settle(call, None, budget_s=1.0) < 0.5
+
+
+def test_a_cell_is_timed_only_once_its_calls_stopped_faulting():
+    """measure (harness.bench.measure): the first, warm and peak-memory calls, then settling
+    calls, then the timed ones, none of which still faults. Without the settling calls the
+    benchmark's would be calls 4-6, each faulting in new pages."""
+    from harness.bench.measure import measure
+    from tests.test_bench_validity import QUIET, FakeBenchmark, cell, correct_table, impl_of
+
+    faulted: list[bool] = []
+
+    def build(spec):
+        call, made = faulting_for(8)
+
+        def table():
+            before = settle.page_faults()
+            call()
+            faulted.append(settle.page_faults() - before >= settle.SETTLED_PAGES)
+            return correct_table(spec)
+        return table
+
+    bench = FakeBenchmark()
+    outcome = measure(impl_of(build), cell(), bench, "numpy=1", meter=QUIET)
+    assert outcome.status == "ok", outcome.reason
+    assert faulted[:8] == [True] * 8 and faulted[-bench.calls:] == [False] * bench.calls
