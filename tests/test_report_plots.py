@@ -290,3 +290,23 @@ def test_a_log_axis_is_labelled_at_its_minor_ticks_only_where_they_are_round():
     assert {"12 ms", "14 ms", "16 ms", "20 ms"} <= set(narrow) and "15 ms" not in narrow
     wide = labels(1.1e-3, 19e-3)
     assert {"2 ms", "5 ms", "10 ms"} <= set(wide) and "3 ms" not in wide and "6 ms" not in wide
+
+
+def test_frontier_time_labels_are_chosen_for_the_padded_span(tmp_path, caught):
+    """Two points 10.5 and 20.5 ms apart span under 3x, but the panel is padded to about 5-40 ms:
+    labelled for the unpadded span, every minor tick got a label and 8, 9 and 10 ms ran into
+    each other (the committed run's apply frontier, one thread)."""
+    points = [Point(name, "cpu", "paper", 1, median, 2.0, (), Accuracy(3e-7, 1_000_063), None,
+                    frontier=True)
+              for name, median in (("slow-one", 20.5e-3), ("fast-one", 10.5e-3))]
+    trade = Tradeoff("apply", 32768, 128, "float32", tuple(points))
+    styles = figures.palette([p.impl for p in points], highlight={})
+    plots.frontier(trade, "box", tmp_path / "f.png", styles)
+    fig = caught[0]
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    lo, hi = ax.get_xlim()
+    shown = [t for t in ax.xaxis.get_ticklabels(which="both")
+             if t.get_text() and lo <= t.get_position()[0] <= hi]
+    assert len(shown) >= 2
+    assert labels.overlaps([t.get_window_extent(renderer) for t in shown]) == []

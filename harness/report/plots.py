@@ -207,11 +207,10 @@ def frontier(trade: Tradeoff, machine: str, path: Path, styles: Mapping[str, dic
             ax.loglog([p.median_s], [p.accuracy.max_abs_err], **_point_style(p, styles))
         front = sorted((p for p in mine if p.frontier), key=lambda p: p.median_s)
         xs, ys = [p.median_s for p in front], [p.accuracy.max_abs_err for p in front]
-        ax.plot(xs, ys, color="black", linewidth=1.2, drawstyle="steps-post",
-                label="Pareto frontier", zorder=2)
+        ax.plot(xs, ys, color="black", linewidth=1.2, drawstyle="steps-post", zorder=2,
+                label="Pareto frontier" if len(front) > 1 else "_one point: no line")
         steps.append([(x, y) for i, (x, y) in enumerate(zip(xs, ys))   # as drawn: its steps
                       for x, y in ([(x, ys[i - 1])] if i else []) + [(x, y)]])
-        log_axis(ax.xaxis, TIME_AXIS)
         ax.set_title(fmt.threads(t), fontsize=11)
         ax.set_xlabel(f"median time at {trade.size}")
         ax.set_ylabel("max abs error, float32, long positions")
@@ -219,6 +218,7 @@ def frontier(trade: Tradeoff, machine: str, path: Path, styles: Mapping[str, dic
         named.append([p for p in mine if p.frontier or highlighted(styles, p.impl)])
     for ax in axes[0]:          # once every panel is drawn: the y axis is shared
         _pad_log_limits(ax, y=ax is axes[0][0])
+        log_axis(ax.xaxis, TIME_AXIS)      # its labels chosen for the span as padded
     legend(fig, axes)
     fig.tight_layout(rect=(0, 0, 1, 0.95))        # final layout before labels are placed
     for ax, chosen, line in zip(axes[0], named, steps):
