@@ -12,7 +12,9 @@ than SETTLED_PAGES pages, or SETTLE_CALLS calls or the cell's max_time have gone
 the mmap threshold is mapped anew by every call, by design: that never settles, and is timed
 as it is), and the last call's time sizes the rounds. Faults count pages as mapped: NumPy's
 huge-page blocks (4 MiB and up) take one a 2 MiB, and read as settled; they come from plain
-malloc, whose freed blocks fit the next call's, so they settle by the second call anyway.
+malloc, whose freed blocks fit the next call's (three 8 MiB blocks a call faulted none from
+the third call here). The roofs step sizes its rounds its own way (harness.bench.pairing: a
+round is many calls, each result held until the next), and does not settle.
 """
 
 from __future__ import annotations

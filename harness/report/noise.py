@@ -33,10 +33,10 @@ Much of that luck was the timing process's own state, since made one: glibc's he
 allocator's first calls (harness.bench.settle) and the load flag's 10 ms ticks
 (harness.bench.contention `waited`). Beside one busy core the spread of unchanged
 implementations' moves (per implementation the median log ratio; 1.4826 x MAD over them)
-fell from 0.16-0.21 in two demos to 0.04-0.05 in two; in a third the machine itself drifted
-1.1-2x between the runs (0.17-0.20). At the two-cell level those three caught the plant in
-two, passed unchanged code in all three, and in the drifting one failed an unchanged
-implementation (rotary-numba-cache-recycled): the level stays as it is.
+fell from 0.16-0.21 in two demos to 0.035-0.05 in three; in a fourth the machine itself
+drifted 1.1-2x between the runs (0.17-0.20). At the two-cell level those four would have
+failed the plant in two, passed unchanged code in all four, and in the drifting one failed
+an unchanged implementation too (rotary-numba-cache-recycled): the level stays as it is.
 
 A machine that was faster in the new run earns no credit; one that was slower excuses that
 much. A group of fewer than MIN_CELLS other cells measures nothing, and its cells are not
